@@ -1,0 +1,129 @@
+/*
+ * ad.h -- the pyautodiff tape: one op enum, one Wengert list.
+ *
+ * A tape is a flat list of entries in recording order.  Entry i was computed
+ * from entries with smaller indices only, so the tape order is a topological
+ * order: the forward sweep walks it upwards, the reverse sweep downwards, with
+ * no graph search and no recursion.
+ *
+ *   entry:    0      1      2      3      4  ...      n-1     (cap: allocated)
+ *   op      LEAF   LEAF   MUL    TANH   ADDC ...
+ *   a        -1     -1     0      2      3        first operand (entry index)
+ *   b        -1     -1     1     -1     -1        second operand
+ *   imm     2.0    3.0     .      .     1.5       leaf value / constant c
+ *   val     2.0    3.0    6.0   .99    2.49       value of the entry
+ *   grad     .      .      .      .      .        gradient seen as `.grad`
+ *   aux      -1     -1    -1     -1     -1        block of an array entry
+ *
+ * The arrays are a struct of arrays so each sweep streams through memory.
+ * `adj` is scratch for one reverse sweep; `grad` accumulates across sweeps
+ * (what the user reads as `.grad`).  `aux` gives an entry a block of values
+ * instead of one double: array entries index a side table through it, so
+ * scalars and arrays can share one tape.  Scalar entries keep aux = -1.
+ *
+ * This file is also read by cffi (csrc/build_ffi.py) to declare the API to
+ * Python, so it holds only declarations cffi understands; the preprocessor
+ * lines are dropped there.
+ */
+#ifndef PYAUTODIFF_AD_H
+#define PYAUTODIFF_AD_H
+
+#include <stdint.h>
+
+/* Op codes.  a, b: operand entries; c: the entry's immediate (imm);
+ * v: the entry's own value; g: its adjoint.                               */
+enum ad_op {
+    AD_LEAF,    /* -       v = c                 (input: no operands)          */
+    AD_ADD,     /* a b     v = a + b             ga += g;      gb += g         */
+    AD_SUB,     /* a b     v = a - b             ga += g;      gb -= g         */
+    AD_MUL,     /* a b     v = a * b             ga += b*g;    gb += a*g       */
+    AD_DIV,     /* a b     v = a / b             ga += g/b;    gb -= g*v/b     */
+    AD_POW,     /* a b     v = a ** b            ga += b*a**(b-1)*g; gb += v*log(a)*g */
+    AD_ADDC,    /* a       v = a + c             ga += g                       */
+    AD_MULC,    /* a       v = a * c             ga += c*g                     */
+    AD_DIVC,    /* a       v = a / c             ga += g/c                     */
+    AD_RSUBC,   /* a       v = c - a             ga -= g                       */
+    AD_RDIVC,   /* a       v = c / a             ga -= g*v/a                   */
+    AD_POWC,    /* a       v = a ** c            ga += c*a**(c-1)*g            */
+    AD_RPOWC,   /* a       v = c ** a            ga += v*log(c)*g              */
+    AD_NEG,     /* a       v = -a                ga -= g                       */
+    AD_ABS,     /* a       v = |a|               ga += sign(a)*g               */
+    AD_RELU,    /* a       v = max(a, 0)         ga += (v > 0)*g               */
+    AD_TANH,    /* a       v = tanh(a)           ga += (1 - v*v)*g             */
+    AD_EXP,     /* a       v = exp(a)            ga += v*g                     */
+    AD_LOG,     /* a       v = log(a)            ga += g/a                     */
+    AD_SIGMOID, /* a       v = 1/(1+exp(-a))     ga += v*(1-v)*g               */
+    AD_SIN,     /* a       v = sin(a)            ga += cos(a)*g                */
+    AD_COS,     /* a       v = cos(a)            ga -= sin(a)*g                */
+    AD_SQRT,    /* a       v = sqrt(a)           ga += g/(2*v)                 */
+    AD_NUM_OPS
+};
+
+/* Error codes returned by the functions below; details in tape->errmsg. */
+enum ad_status {
+    AD_OK = 0,
+    AD_ENOMEM,      /* allocation failed                      -> MemoryError */
+    AD_EINVAL,      /* malformed record or argument           -> ValueError  */
+    AD_ERANGE,      /* index out of range / tape full         -> IndexError  */
+    AD_ENONFINITE   /* detect_anomaly: a NaN or inf appeared  -> FloatingPointError */
+};
+
+/* Sweep modes of ad_backward. */
+enum ad_sweep_mode {
+    AD_SWEEP_ACCUM = 0,   /* fresh adjoints; grad += this sweep's adjoints     */
+    AD_SWEEP_INPLACE = 1  /* micrograd: propagate through grad itself, the
+                             root's grad set to the seed                        */
+};
+
+/* Bits of tape->flags (one byte per entry). */
+enum ad_flag {
+    AD_FLAG_MARK = 1,       /* scratch: reached by the current sweep           */
+    AD_FLAG_GRAD_FLOAT = 2  /* grad was last written by a sweep (not a reset) */
+};
+
+/* One recorded operation as the Python side packs it ("iii4xdd"). */
+typedef struct ad_record {
+    int32_t op;
+    int32_t a;
+    int32_t b;
+    int32_t pad;
+    double imm;
+    double val;
+} ad_record;
+
+typedef struct ad_tape {
+    int64_t n;          /* entries in use                          */
+    int64_t cap;        /* entries allocated                       */
+    int32_t *op;        /* enum ad_op                              */
+    int32_t *a;         /* first operand, -1 if none               */
+    int32_t *b;         /* second operand, -1 if none              */
+    int32_t *aux;       /* array block of the entry, -1 for scalars */
+    double *imm;        /* leaf value or constant of a fused op    */
+    double *val;        /* value                                   */
+    double *adj;        /* scratch adjoint of one reverse sweep    */
+    double *grad;       /* accumulated gradient                    */
+    uint8_t *flags;     /* enum ad_flag bits                       */
+    int64_t err_index;  /* entry an error refers to, -1 if none    */
+    char errmsg[160];
+} ad_tape;
+
+/* Largest number of entries: operand indices are int32. */
+#define AD_MAX_ENTRIES 2147483647
+
+const char *ad_version(void);
+const char *ad_op_name(int op);
+int ad_op_arity(int op);
+
+ad_tape *ad_tape_new(void);
+void ad_tape_free(ad_tape *t);
+int ad_tape_reserve(ad_tape *t, int64_t cap);
+int ad_tape_append(ad_tape *t, const ad_record *recs, int64_t count);
+void ad_tape_truncate(ad_tape *t, int64_t n);
+int ad_tape_compact(ad_tape *t, const uint8_t *keep, int64_t *newidx);
+int64_t ad_tape_nbytes(const ad_tape *t);
+
+int ad_forward(ad_tape *t, int64_t lo, int64_t hi, int check);
+int ad_backward(ad_tape *t, int64_t nseeds, const int64_t *idx,
+                const double *seed, int mode, int check);
+
+#endif

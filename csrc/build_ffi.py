@@ -1,0 +1,57 @@
+"""Build-time only: compile the C core into ``pyautodiff._ad_core`` with cffi.
+
+setup.py names ``csrc/build_ffi.py:ffibuilder`` in ``cffi_modules``.  This is
+the one file that imports ``cffi.FFI``; at run time only ``pyautodiff._core``
+touches the compiled module.  The declarations come from ``csrc/ad.h`` itself
+(minus preprocessor lines), so the op enum is written exactly once.
+"""
+import os
+import re
+
+from cffi import FFI
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+SOURCES = ["tape.c", "opinfo.c", "forward.c", "reverse.c"]
+
+
+def package_version():
+    scope = {}
+    with open(os.path.join(ROOT, "pyautodiff", "_version.py")) as f:
+        exec(f.read(), scope)
+    return scope["__version__"]
+
+
+def cdef_text():
+    """ad.h without the lines cffi's parser does not take: #include, the
+    include guard and #if blocks.  '#define NAME <integer>' stays."""
+    with open(os.path.join(HERE, "ad.h")) as f:
+        lines = f.read().splitlines()
+    keep = [ln for ln in lines
+            if not ln.lstrip().startswith("#")
+            or re.match(r"\s*#define\s+\w+\s+\d+\s*$", ln)]
+    return "\n".join(keep)
+
+
+def extra_compile_args():
+    args = ["-std=c11", "-O2", "-Wall", "-Wextra", "-Werror=switch"]
+    # e.g. PYAUTODIFF_CFLAGS="-O1 -g -fsanitize=address,undefined"
+    args += os.environ.get("PYAUTODIFF_CFLAGS", "").split()
+    return args
+
+
+ffibuilder = FFI()
+ffibuilder.cdef(cdef_text())
+ffibuilder.set_source(
+    "pyautodiff._ad_core",
+    '#include "ad.h"\n'
+    'const char *ad_version(void) { return "%s"; }\n' % package_version(),
+    sources=[os.path.relpath(os.path.join(HERE, s), ROOT) for s in SOURCES],
+    include_dirs=[os.path.relpath(HERE, ROOT)],
+    extra_compile_args=extra_compile_args(),
+    extra_link_args=os.environ.get("PYAUTODIFF_LDFLAGS", "").split(),
+    libraries=["m"],
+)
+
+if __name__ == "__main__":
+    ffibuilder.compile(verbose=True)

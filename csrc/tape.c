@@ -1,0 +1,177 @@
+/* tape.c -- allocation, growth, bulk append and compaction of a tape. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+int ad_fail(ad_tape *t, int status, int64_t index, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(t->errmsg, sizeof t->errmsg, fmt, ap);
+    va_end(ap);
+    t->err_index = index;
+    return status;
+}
+
+ad_tape *ad_tape_new(void)
+{
+    ad_tape *t = calloc(1, sizeof *t);
+    if (t)
+        t->err_index = -1;
+    return t;
+}
+
+void ad_tape_free(ad_tape *t)
+{
+    if (!t)
+        return;
+    free(t->op);
+    free(t->a);
+    free(t->b);
+    free(t->aux);
+    free(t->imm);
+    free(t->val);
+    free(t->adj);
+    free(t->grad);
+    free(t->flags);
+    free(t);
+}
+
+/* Grow one array to cap elements.  On failure the old block stays valid, so
+ * a failed reserve leaves the tape as it was (cap is raised only when every
+ * array has grown). */
+static int grow(void **p, int64_t cap, size_t size)
+{
+    void *q = realloc(*p, (size_t)cap * size);
+    if (!q)
+        return 0;
+    *p = q;
+    return 1;
+}
+
+int ad_tape_reserve(ad_tape *t, int64_t cap)
+{
+    if (cap <= t->cap)
+        return AD_OK;
+    if (cap > AD_MAX_ENTRIES)
+        return ad_fail(t, AD_ERANGE, -1,
+                       "tape is full: more than %d entries", AD_MAX_ENTRIES);
+    int64_t want = t->cap ? t->cap : 1024;
+    while (want < cap)
+        want *= 2;
+    if (want > AD_MAX_ENTRIES)
+        want = AD_MAX_ENTRIES;
+    if (!grow((void **)&t->op, want, sizeof *t->op) ||
+        !grow((void **)&t->a, want, sizeof *t->a) ||
+        !grow((void **)&t->b, want, sizeof *t->b) ||
+        !grow((void **)&t->aux, want, sizeof *t->aux) ||
+        !grow((void **)&t->imm, want, sizeof *t->imm) ||
+        !grow((void **)&t->val, want, sizeof *t->val) ||
+        !grow((void **)&t->adj, want, sizeof *t->adj) ||
+        !grow((void **)&t->grad, want, sizeof *t->grad) ||
+        !grow((void **)&t->flags, want, sizeof *t->flags))
+        return ad_fail(t, AD_ENOMEM, -1,
+                       "out of memory growing the tape to %lld entries",
+                       (long long)want);
+    t->cap = want;
+    return AD_OK;
+}
+
+/* Append records packed by the Python side.  Every record is checked before
+ * any is stored, so a bad batch leaves the tape unchanged. */
+int ad_tape_append(ad_tape *t, const ad_record *recs, int64_t count)
+{
+    if (count < 0)
+        return ad_fail(t, AD_EINVAL, -1, "negative record count");
+    if (count > AD_MAX_ENTRIES - t->n)
+        return ad_fail(t, AD_ERANGE, -1,
+                       "tape is full: more than %d entries", AD_MAX_ENTRIES);
+    for (int64_t k = 0; k < count; ++k) {
+        const ad_record *r = &recs[k];
+        int64_t i = t->n + k;
+        int arity = ad_op_arity(r->op);
+        if (arity < 0)
+            return ad_fail(t, AD_EINVAL, i, "entry %lld: unknown op code %d",
+                           (long long)i, (int)r->op);
+        int bad_a = arity >= 1 ? (r->a < 0 || r->a >= i) : r->a != -1;
+        int bad_b = arity >= 2 ? (r->b < 0 || r->b >= i) : r->b != -1;
+        if (bad_a || bad_b)
+            return ad_fail(t, AD_EINVAL, i,
+                           "entry %lld (%s): operands %d, %d must be earlier "
+                           "entries", (long long)i, ad_op_name(r->op),
+                           (int)r->a, (int)r->b);
+    }
+    int status = ad_tape_reserve(t, t->n + count);
+    if (status != AD_OK)
+        return status;
+    for (int64_t k = 0; k < count; ++k) {
+        int64_t i = t->n + k;
+        t->op[i] = recs[k].op;
+        t->a[i] = recs[k].a;
+        t->b[i] = recs[k].b;
+        t->aux[i] = -1;
+        t->imm[i] = recs[k].imm;
+        t->val[i] = recs[k].val;
+        t->adj[i] = 0.0;
+        t->grad[i] = 0.0;
+        t->flags[i] = 0;
+    }
+    t->n += count;
+    return AD_OK;
+}
+
+void ad_tape_truncate(ad_tape *t, int64_t n)
+{
+    if (n >= 0 && n < t->n)
+        t->n = n;
+}
+
+/* Drop every entry that no kept entry depends on.  keep[i] != 0 marks the
+ * entries still referenced from outside; their operands are kept with them.
+ * newidx[i] receives the new index of entry i, or -1 if it was dropped.
+ * Entries keep their order, so the tape stays topologically sorted. */
+int ad_tape_compact(ad_tape *t, const uint8_t *keep, int64_t *newidx)
+{
+    int64_t n = t->n;
+    for (int64_t i = 0; i < n; ++i)
+        t->flags[i] = (uint8_t)((t->flags[i] & ~AD_FLAG_MARK) |
+                                (keep[i] ? AD_FLAG_MARK : 0));
+    for (int64_t i = n - 1; i >= 0; --i) {
+        if (!(t->flags[i] & AD_FLAG_MARK))
+            continue;
+        if (t->a[i] >= 0)
+            t->flags[t->a[i]] |= AD_FLAG_MARK;
+        if (t->b[i] >= 0)
+            t->flags[t->b[i]] |= AD_FLAG_MARK;
+    }
+    int64_t j = 0;
+    for (int64_t i = 0; i < n; ++i) {
+        if (!(t->flags[i] & AD_FLAG_MARK)) {
+            newidx[i] = -1;
+            continue;
+        }
+        newidx[i] = j;
+        t->op[j] = t->op[i];
+        /* operands are earlier entries, already renumbered */
+        t->a[j] = t->a[i] >= 0 ? (int32_t)newidx[t->a[i]] : -1;
+        t->b[j] = t->b[i] >= 0 ? (int32_t)newidx[t->b[i]] : -1;
+        t->aux[j] = t->aux[i];
+        t->imm[j] = t->imm[i];
+        t->val[j] = t->val[i];
+        t->adj[j] = t->adj[i];
+        t->grad[j] = t->grad[i];
+        t->flags[j] = (uint8_t)(t->flags[i] & ~AD_FLAG_MARK);
+        ++j;
+    }
+    t->n = j;
+    return AD_OK;
+}
+
+int64_t ad_tape_nbytes(const ad_tape *t)
+{
+    int64_t per_entry = 4 * sizeof(int32_t) + 4 * sizeof(double) + 1;
+    return (int64_t)sizeof *t + t->cap * per_entry;
+}

@@ -1,0 +1,54 @@
+"""Module-level math: ``ad.exp(x)`` and friends.
+
+A Value gives a recorded Value; a plain number or ndarray gives NumPy's
+result, so the same function serves differentiated and plain code.
+"""
+import builtins
+
+import numpy as np
+
+from .value import UNARY, Value
+
+
+def _np_relu(x):
+    return np.maximum(x, 0.0)
+
+
+def _np_sigmoid(x):
+    x = np.asarray(x, dtype=np.float64)
+    e = np.exp(-np.abs(x))           # never overflows
+    return np.where(x >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
+
+
+_NUMPY = {"abs": np.abs, "cos": np.cos, "exp": np.exp, "log": np.log,
+          "relu": _np_relu, "sigmoid": _np_sigmoid, "sin": np.sin,
+          "sqrt": np.sqrt, "tanh": np.tanh}
+
+
+def _make(name):
+    method = "__abs__" if name == "abs" else name
+    numpy_fn = _NUMPY[name]
+    assert method in UNARY
+
+    def fn(x):
+        if isinstance(x, Value):
+            return getattr(x, method)()
+        return numpy_fn(x)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = (f"{name}(x): a recorded Value for a Value, else NumPy's "
+                  f"{name} of x.")
+    return fn
+
+
+abs = _make("abs")
+cos = _make("cos")
+exp = _make("exp")
+log = _make("log")
+relu = _make("relu")
+sigmoid = _make("sigmoid")
+sin = _make("sin")
+sqrt = _make("sqrt")
+tanh = _make("tanh")
+
+del builtins

@@ -1,0 +1,397 @@
+"""The Python side of a tape: recording buffers, node objects and tape control.
+
+Recording must be cheap, so an operation never calls into C.  It appends the
+result object to ``Tape.nodes`` and one packed record (op, operands,
+immediate, value) to the bytearray ``Tape.buf``; the records reach the C tape
+in bulk (``flush``) before a sweep or every ``SPILL_EVERY`` records.  Entry
+``i`` of the C tape is ``nodes[i]``.
+
+Memory is reclaimed by compaction: a node that only the tape refers to (its
+reference count says so) and that no such referenced node depends on is
+dropped from both ``nodes`` and the C tape, and the survivors are renumbered.
+Values hold no references to each other (``_prev`` is read from the tape), so
+the reference count is exact.  Compaction runs when the tape has doubled
+since the last one, so its cost per recorded operation stays bounded.
+
+Each thread records on its own tape; ``with Tape():`` pushes an explicit one,
+``no_grad()`` stops recording, ``detect_anomaly()`` checks every result.
+"""
+import contextvars
+import math
+import struct
+import sys
+from _thread import get_ident
+
+import numpy as np
+
+from . import _core
+from ._core import TapeError, ffi, lib
+
+SPILL_EVERY = 1 << 15      # records buffered in Python before a flush to C
+COMPACT_MIN = 1 << 16      # entries a tape may grow by before a compaction
+
+_pack = struct.Struct(_core.RECORD_FORMAT).pack
+assert struct.calcsize(_core.RECORD_FORMAT) == _core.RECORD_SIZE
+
+# The tape operations record on in this thread (and context); NO_GRAD while
+# recording is off; None until the thread first needs a tape.
+_recording = contextvars.ContextVar("pyautodiff_recording", default=None)
+recording = _recording.get
+# The innermost tape of this thread, explicit or default.
+_thread_tape = contextvars.ContextVar("pyautodiff_tape", default=None)
+_anomaly = contextvars.ContextVar("pyautodiff_anomaly", default=0)
+
+
+# The steps that record one entry as object `out` with value d.  They are
+# inlined into every generated operator in value.py, where a function call
+# would cost a third of the operation, and compiled once as record_into()
+# for everything else.  The record is packed before the node is kept, so a
+# value that is no float (a huge int) raises with nothing recorded.
+RECORD_STEPS = """\
+out._d = d
+out._t = t
+n = t.nodes
+out._i = i = len(n)
+t.buf += _pack({op}, {a}, {b}, {imm}, d)
+n.append(out)
+if i >= t.limit:
+    t.spill(out)
+"""
+_new = object.__new__
+
+
+def _compile_record_into():
+    body = RECORD_STEPS.format(op="op", a="a", b="b", imm="imm")
+    src = ("def record_into(t, out, op, a, b, imm, d):\n"
+           + "".join("    " + line + "\n" for line in body.splitlines())
+           + "    return out\n")
+    scope = {"_pack": _pack}
+    exec(src, scope)
+    return scope["record_into"]
+
+
+record_into = _compile_record_into()
+
+
+def _refcount_base():
+    # What sys.getrefcount reports, mapped over a list, for an object only
+    # the list refers to.
+    return next(map(sys.getrefcount, [object()]))
+
+
+_BASE_REFS = _refcount_base()
+
+
+class _NoGrad:
+    """Stands in for the recording tape inside ``no_grad()``."""
+    __slots__ = ()
+    closed = False
+
+    def __repr__(self):
+        return "<no_grad>"
+
+
+NO_GRAD = _NoGrad()
+
+
+class Tape:
+    """A Wengert list.  ``with ad.Tape() as t:`` records on a tape of its own
+    whose entries are freed on exit; ``ad.current_tape()`` is the thread's."""
+
+    __slots__ = ("_c", "nodes", "buf", "limit", "nflushed", "tid", "closed",
+                 "parent", "imports", "compact_at", "_tokens", "_frozen",
+                 "_gradp", "_flagp")
+
+    def __init__(self):
+        self._c = _core.new_tape()
+        self.nodes = []          # nodes[i] is the object of entry i
+        self.buf = bytearray()   # records not yet appended to the C tape
+        self.nflushed = 0        # entries already in the C tape
+        self.tid = get_ident()
+        self.closed = False
+        self.parent = None       # enclosing tape while an explicit one is open
+        self.imports = {}        # outer Value -> its leaf on this tape
+        self.compact_at = COMPACT_MIN
+        self._tokens = None
+        self._frozen = None      # grads kept after close, by entry
+        self._gradp = self._c.grad
+        self._flagp = self._c.flags
+        self._update_limit()
+
+    # -- recording ---------------------------------------------------------
+
+    def _update_limit(self):
+        # The recording path calls spill() once an index reaches `limit`;
+        # detect_anomaly sets it to -1 so every result is checked there.
+        if _anomaly.get():
+            self.limit = -1
+        else:
+            self.limit = min(len(self.nodes) + SPILL_EVERY, _core.MAX_ENTRIES)
+
+    def spill(self, out=None):
+        """Called by the recording path at `limit`: anomaly checks, flushing
+        the buffer, compaction, and the entry-count limit."""
+        if out is not None and _anomaly.get() and not math.isfinite(out._d):
+            op = struct.unpack_from("i", self.buf, len(self.buf) - _core.RECORD_SIZE)[0]
+            raise FloatingPointError(
+                f"{_core.OP_NAMES[op]} at tape index {out._i} produced "
+                f"{'nan' if math.isnan(out._d) else 'inf'}")
+        if len(self.buf) >= SPILL_EVERY * _core.RECORD_SIZE:
+            self.flush()
+            if len(self.nodes) >= self.compact_at:
+                self.compact()
+        if len(self.nodes) >= _core.MAX_ENTRIES:
+            raise MemoryError(f"tape is full: {_core.MAX_ENTRIES} entries")
+        self._update_limit()
+
+    def record(self, cls, op, a, b, imm, d):
+        """Append one entry and return its new object of class cls (the
+        generated operators in value.py inline the same RECORD_STEPS)."""
+        self._check_open()
+        return record_into(self, _new(cls), op, a, b, imm, d)
+
+    def flush(self):
+        """Append the buffered records to the C tape."""
+        count = len(self.buf) // _core.RECORD_SIZE
+        if not count:
+            return
+        recs = ffi.from_buffer("ad_record[]", self.buf)
+        try:
+            _core.check(lib.ad_tape_append(self._c, recs, count), self._c)
+        finally:
+            ffi.release(recs)
+        del self.buf[:]
+        self.nflushed += count
+        self._gradp = self._c.grad      # the arrays may have moved
+        self._flagp = self._c.flags
+
+    def compact(self):
+        """Drop the entries nothing refers to any more; renumber the rest."""
+        self.flush()
+        nodes = self.nodes
+        n = len(nodes)
+        refs = np.fromiter(map(sys.getrefcount, nodes), np.intp, n)
+        keep = (refs > _BASE_REFS).astype(np.uint8)
+        newidx = np.empty(n, np.int64)
+        _core.check(lib.ad_tape_compact(self._c, ffi.from_buffer(keep),
+                                        ffi.from_buffer(newidx)), self._c)
+        kept = np.flatnonzero(newidx >= 0).tolist()
+        self.nodes = nodes = [nodes[k] for k in kept]
+        for i, node in enumerate(nodes):
+            node._i = i
+        self.nflushed = len(nodes)
+        self.compact_at = max(2 * len(nodes), len(nodes) + COMPACT_MIN)
+        self._update_limit()
+
+    # -- reading entries ---------------------------------------------------
+
+    def _check_open(self):
+        if self.closed:
+            raise TapeError("this Value belongs to a tape that was released "
+                            "(its 'with ad.Tape()' block has ended)")
+        if self.tid != get_ident():
+            raise TapeError("this Value belongs to another thread's tape; "
+                            "each thread records on its own tape")
+
+    def grad_of(self, i):
+        if self._frozen is not None:
+            return self._frozen[i]
+        if i >= self.nflushed:
+            return 0.0          # no sweep has reached a buffered entry
+        return self._gradp[i]
+
+    def flags_of(self, i):
+        if self._frozen is not None or i >= self.nflushed:
+            return 0
+        return self._flagp[i]
+
+    def set_grad(self, i, g, flags=None):
+        self._check_open()
+        self.flush()
+        self._gradp[i] = g
+        if flags is not None:
+            self._flagp[i] = flags
+
+    def set_value(self, i, d):
+        """A new value for entry i (a leaf whose .data the user assigns)."""
+        self._check_open()
+        self.flush()
+        self._c.val[i] = d
+        self._c.imm[i] = d
+
+    def entry(self, i):
+        """(op, a, b, imm, val) of entry i."""
+        self._check_open()
+        self.flush()
+        c = self._c
+        return c.op[i], c.a[i], c.b[i], c.imm[i], c.val[i]
+
+    # -- sweeps ------------------------------------------------------------
+
+    def backward(self, idx, seeds, mode):
+        """Reverse sweep from entries idx with adjoints seeds, then on to the
+        enclosing tapes through the Values this tape imported."""
+        self._check_open()
+        self.flush()
+        n = len(idx)
+        cidx = ffi.new("int64_t[]", idx)
+        cseed = ffi.new("double[]", seeds)
+        _core.check(lib.ad_backward(self._c, n, cidx, cseed, mode,
+                                    1 if _anomaly.get() else 0), self._c)
+        if self.imports:
+            self._backward_imports(max(idx), mode)
+
+    def _backward_imports(self, top, mode):
+        swept = self._c.grad if mode == _core.SWEEP_INPLACE else self._c.adj
+        by_tape = {}
+        for outer, proxy in self.imports.items():
+            j = proxy._i
+            if j <= top and self._flagp[j] & lib.AD_FLAG_MARK and swept[j] != 0.0:
+                ids, seeds = by_tape.setdefault(outer._t, ([], []))
+                ids.append(outer._i)
+                seeds.append(swept[j])
+        for tape, (ids, seeds) in by_tape.items():
+            tape.backward(ids, seeds, _core.SWEEP_ACCUM)
+
+    def adopt(self, v):
+        """v itself if it is recorded here, else its leaf on this tape when v
+        comes from an enclosing tape; TapeError for any other tape."""
+        owner = v._t
+        if owner is self:
+            return v
+        owner._check_open()
+        tape = self.parent
+        while tape is not None and tape is not owner:
+            tape = tape.parent
+        if tape is None:
+            raise TapeError("a Value from another tape was used here; Values "
+                            "from an enclosing tape can be used in a 'with "
+                            "ad.Tape()' block, others cannot")
+        proxy = self.imports.get(v)
+        if proxy is None:
+            proxy = self.record(type(v), _core.OPS["LEAF"], -1, -1, v._d, v._d)
+            self.imports[v] = proxy
+        return proxy
+
+    # -- explicit tapes ----------------------------------------------------
+
+    def __enter__(self):
+        if self._tokens is not None or self.closed:
+            raise TapeError("a Tape can be entered once")
+        self.parent = current_tape()
+        self.tid = get_ident()
+        rec = _recording.get()
+        self._tokens = (_thread_tape.set(self),
+                        None if rec is NO_GRAD else _recording.set(self))
+        self._update_limit()
+        return self
+
+    def __exit__(self, *exc):
+        tape_token, rec_token = self._tokens
+        if rec_token is not None:
+            _recording.reset(rec_token)
+        _thread_tape.reset(tape_token)
+        self.release()
+        return False
+
+    def release(self):
+        """Free the C tape.  Values recorded here keep their data and grad;
+        using them in an operation or backward raises TapeError."""
+        if self.closed:
+            return
+        self.flush()
+        n = self.nflushed
+        self._frozen = list(ffi.unpack(self._c.grad, n)) if n else []
+        self.closed = True
+        self.nodes = []
+        self.imports = {}
+        self.parent = None
+        self._c = None
+        self._gradp = self._flagp = None
+        self.limit = -1
+
+    # -- inspection --------------------------------------------------------
+
+    def __len__(self):
+        return len(self.nodes)
+
+    @property
+    def nbytes(self):
+        """Bytes held by the C tape and the record buffer."""
+        if self.closed:
+            return 0 if self._frozen is None else 8 * len(self._frozen)
+        return int(lib.ad_tape_nbytes(self._c)) + len(self.buf)
+
+    def __repr__(self):
+        state = "released" if self.closed else f"{len(self)} entries"
+        return f"<pyautodiff.Tape {state}>"
+
+    def __str__(self):
+        """The Wengert list: index, op, operands, value, adjoint."""
+        if self.closed:
+            return repr(self)
+        self.flush()
+        c = self._c
+        lines = [f"{'index':>7} {'op':<8} {'operands':<16} {'value':>14} {'adjoint':>14}"]
+        for i in range(self.nflushed):
+            op, a, b = c.op[i], c.a[i], c.b[i]
+            args = ", ".join(str(k) for k in (a, b) if k >= 0)
+            if _core.OP_ARITY[op] < 2 and op != _core.OPS["LEAF"]:
+                args += f", c={c.imm[i]:.6g}" if op in _CONST_OPS else ""
+            lines.append(f"{i:>7} {_core.OP_NAMES[op]:<8} {args:<16} "
+                         f"{c.val[i]:>14.6g} {c.grad[i]:>14.6g}")
+        return "\n".join(lines)
+
+
+_CONST_OPS = {_core.OPS[k] for k in ("ADDC", "MULC", "DIVC", "RSUBC", "RDIVC",
+                                    "POWC", "RPOWC")}
+
+
+def current_tape():
+    """The tape this thread records on (the innermost explicit one, else the
+    thread's own, created on first use)."""
+    t = _thread_tape.get()
+    if t is None or t.tid != get_ident():
+        t = Tape()
+        _thread_tape.set(t)
+        r = _recording.get()
+        if r is None or (r is not NO_GRAD and r.tid != get_ident()):
+            _recording.set(t)
+    return t
+
+
+def recording_tape():
+    """The tape operations record on now, or NO_GRAD."""
+    t = _recording.get()
+    if t is None or (t is not NO_GRAD and t.tid != get_ident()):
+        current_tape()
+        t = _recording.get()
+    return t
+
+
+class no_grad:
+    """``with ad.no_grad():`` computes without recording."""
+
+    def __enter__(self):
+        current_tape()
+        self._token = _recording.set(NO_GRAD)
+        return self
+
+    def __exit__(self, *exc):
+        _recording.reset(self._token)
+        return False
+
+
+class detect_anomaly:
+    """``with ad.detect_anomaly():`` the first operation or backward step that
+    produces a NaN or infinity raises FloatingPointError naming it."""
+
+    def __enter__(self):
+        self._token = _anomaly.set(_anomaly.get() + 1)
+        current_tape()._update_limit()
+        return self
+
+    def __exit__(self, *exc):
+        _anomaly.reset(self._token)
+        current_tape()._update_limit()
+        return False

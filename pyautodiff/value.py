@@ -1,0 +1,368 @@
+"""``ad.Value``: a scalar whose operations are recorded on the tape.
+
+The operators are generated from two tables (``BINARY`` and ``UNARY``) and
+one expression per op (``EXPR``), so every operator records the same way and
+the arithmetic of an op is written once.  Each generated operator has a fast
+path for the common case -- both operands Values on the tape being recorded,
+or a Value and a plain int/float -- that computes the result in Python and
+inlines ``tape.RECORD_STEPS``; everything else (NumPy scalars, Values from an
+enclosing tape, ``no_grad``, errors) goes through ``_slow_binary`` and
+``_slow_unary``.
+
+Math errors are raised by the Python arithmetic itself (``1.0 / 0.0``,
+``math.log(-1)``, ``math.exp(1000)``) before anything is recorded.
+"""
+import math
+import numbers
+from _thread import get_ident
+
+import numpy as np
+
+from . import _core
+from .tape import (NO_GRAD, RECORD_STEPS, _pack, current_tape, record_into,
+                   recording, recording_tape)
+from ._core import TapeError
+
+OPS = _core.OPS
+
+
+def _pow(x, y):
+    r = x ** y
+    if r.__class__ is complex:   # Python floats give complex numbers here
+        raise ValueError("math domain error")
+    return r
+
+
+def _sigmoid(x):
+    # split by sign so that exp never overflows (csrc/internal.h does the same)
+    if x >= 0:
+        return 1.0 / (1.0 + math.exp(-x))
+    e = math.exp(x)
+    return e / (1.0 + e)
+
+
+# The value of each op on plain numbers: x first operand, y second, c the
+# constant of a fused op.  The C forward sweep computes the same.
+EXPR = {
+    "ADD": "x + y", "SUB": "x - y", "MUL": "x * y", "DIV": "x / y",
+    "POW": "_pow(x, y)",
+    "ADDC": "x + c", "MULC": "x * c", "DIVC": "x / c", "RSUBC": "c - x",
+    "RDIVC": "c / x", "POWC": "_pow(x, c)", "RPOWC": "_pow(c, x)",
+    "NEG": "-x", "ABS": "abs(x)", "RELU": "0.0 if x < 0 else x",
+    "TANH": "_tanh(x)", "EXP": "_exp(x)", "LOG": "_log(x)",
+    "SIGMOID": "_sigmoid(x)", "SIN": "_sin(x)", "COS": "_cos(x)",
+    "SQRT": "_sqrt(x)",
+}
+
+# method: (op with a Value, op with a number, the constant c from `other`).
+# Reflected methods take only numbers (a Value on the left handles the rest).
+BINARY = {
+    "__add__": ("ADD", "ADDC", "other"),
+    "__radd__": (None, "ADDC", "other"),
+    "__sub__": ("SUB", "ADDC", "-other"),      # x - c is x + (-c) exactly
+    "__rsub__": (None, "RSUBC", "other"),
+    "__mul__": ("MUL", "MULC", "other"),
+    "__rmul__": (None, "MULC", "other"),
+    "__truediv__": ("DIV", "DIVC", "other"),
+    "__rtruediv__": (None, "RDIVC", "other"),
+    "__pow__": ("POW", "POWC", "other"),
+    "__rpow__": (None, "RPOWC", "other"),
+}
+REFLECTED = {"__add__": "__radd__", "__sub__": "__rsub__", "__mul__": "__rmul__",
+             "__truediv__": "__rtruediv__", "__pow__": "__rpow__"}
+REFLECTED.update({v: k for k, v in REFLECTED.items()})
+
+UNARY = {
+    "__neg__": "NEG", "__abs__": "ABS", "relu": "RELU", "tanh": "TANH",
+    "exp": "EXP", "log": "LOG", "sigmoid": "SIGMOID", "sin": "SIN",
+    "cos": "COS", "sqrt": "SQRT",
+}
+
+# micrograd's labels for _op, then ours for the superset
+LABELS = {
+    "LEAF": "", "ADD": "+", "SUB": "-", "MUL": "*", "DIV": "/", "POW": "**",
+    "ADDC": "+", "MULC": "*", "DIVC": "/", "RSUBC": "-", "RDIVC": "/",
+    "POWC": "**", "RPOWC": "**", "NEG": "neg", "ABS": "abs", "RELU": "ReLU",
+    "TANH": "tanh", "EXP": "exp", "LOG": "log", "SIGMOID": "sigmoid",
+    "SIN": "sin", "COS": "cos", "SQRT": "sqrt",
+}
+_LABEL_BY_CODE = {OPS[name]: label for name, label in LABELS.items()}
+
+
+def _indent(text, spaces):
+    return "".join(" " * spaces + line + "\n" for line in text.splitlines())
+
+
+def _record(op, a, b, imm, spaces):
+    """RECORD_STEPS for one op, creating `out` first, then returning it."""
+    steps = "out = _new(_cls)\n" + RECORD_STEPS.format(
+        op=OPS[op], a=a, b=b, imm=imm) + "return out\n"
+    return _indent(steps, spaces)
+
+
+def _binary_source(name, vv_op, vc_op, cexpr, exprs, fuse):
+    src = f"def {name}(self, other):\n"
+    src += "    t = recording()\n    if self._t is t:\n        x = self._d\n"
+    if vv_op:
+        src += ("        if other.__class__ is _cls and other._t is t:\n"
+                "            y = other._d\n"
+                f"            d = {exprs[vv_op]}\n"
+                + _record(vv_op, "self._i", "other._i", "0.0", 12))
+    if fuse:
+        src += ("        if other.__class__ is float or other.__class__ is int:\n"
+                f"            c = {cexpr}\n"
+                f"            d = {exprs[vc_op]}\n"
+                + _record(vc_op, "self._i", "-1", "c", 12))
+    src += f"    return _slow_binary(self, other, {name!r})\n"
+    return src
+
+
+def _unary_source(name, op, exprs):
+    return (f"def {name}(self):\n"
+            "    t = recording()\n    if self._t is t:\n        x = self._d\n"
+            f"        d = {exprs[op]}\n"
+            + _record(op, "self._i", "-1", "0.0", 8)
+            + f"    return _slow_unary(self, {name!r})\n")
+
+
+def install_operators(cls, expr_overrides=()):
+    """Generate cls's operators from BINARY/UNARY/EXPR.  The methods named in
+    cls._fuse_constants record a number operand as a fused op (x*c); the
+    others make it a leaf Value first, as micrograd does.  Operators that cls
+    defines itself are kept."""
+    exprs = dict(EXPR, **dict(expr_overrides))
+    scope = {
+        "_cls": cls, "_new": object.__new__, "_pack": _pack,
+        "recording": recording, "_slow_binary": _slow_binary,
+        "_slow_unary": _slow_unary, "_pow": _pow, "_sigmoid": _sigmoid,
+        "_tanh": math.tanh, "_exp": math.exp, "_log": math.log,
+        "_sin": math.sin, "_cos": math.cos, "_sqrt": math.sqrt,
+    }
+    for name, (vv_op, vc_op, cexpr) in BINARY.items():
+        if name in cls.__dict__:
+            continue
+        exec(_binary_source(name, vv_op, vc_op, cexpr, exprs,
+                            name in cls._fuse_constants), scope)
+        setattr(cls, name, scope[name])
+    for name, op in UNARY.items():
+        if name in cls.__dict__:
+            continue
+        exec(_unary_source(name, op, exprs), scope)
+        setattr(cls, name, scope[name])
+    # the same expressions as functions, for the slow paths
+    cls._fn = {op: eval(f"lambda x, y=None, c=None: {expr}", scope)
+               for op, expr in exprs.items()}
+
+
+def _number(v):
+    """v as a plain Python number, or None if it is not a real number."""
+    if v.__class__ is float or v.__class__ is int:
+        return v
+    if isinstance(v, numbers.Real) and not isinstance(v, np.bool_):
+        return v.item() if isinstance(v, np.generic) else float(v)
+    return None
+
+
+def _operand(v, t):
+    """v as an operand on tape t: a Value recorded there, or a plain number
+    (a Value computed under no_grad, or anything while t is NO_GRAD)."""
+    if isinstance(v, Value):
+        if v._t is NO_GRAD or t is NO_GRAD:
+            return v._d
+        return t.adopt(v)
+    return _number(v)
+
+
+def _detached(cls, d):
+    """A Value that no tape records (the result of an op under no_grad)."""
+    out = object.__new__(cls)
+    out._d = d
+    out._t = NO_GRAD
+    out._i = -1
+    return out
+
+
+def _slow_binary(self, other, name):
+    vv_op, vc_op, cexpr = BINARY[name]
+    cls = self.__class__
+    t = recording_tape()
+    x = _operand(self, t)
+    y = _operand(other, t)
+    if y is None:
+        return NotImplemented
+    if isinstance(y, Value) and not isinstance(x, Value):
+        # a constant on the left of a recorded Value: the reflected op of y
+        return _slow_binary(other, x, REFLECTED[name])
+    if isinstance(y, Value):
+        if vv_op is None:       # reflected method with a Value: y op x
+            return _slow_binary(other, self, REFLECTED[name])
+        d = cls._fn[vv_op](x._d, y._d)
+        return t.record(cls, OPS[vv_op], x._i, y._i, 0.0, d)
+    if isinstance(x, Value):
+        if name not in cls._fuse_constants:  # micrograd: constants are leaves
+            return getattr(x, name)(cls(y))
+        c = -y if cexpr == "-other" else y
+        d = cls._fn[vc_op](x._d, c=c)
+        return t.record(cls, OPS[vc_op], x._i, -1, c, d)
+    # nothing recorded: no_grad, or Values computed under it
+    if vv_op:
+        return _detached(cls, cls._fn[vv_op](x, y))
+    return _detached(cls, cls._fn[vc_op](x, c=y))
+
+
+def _slow_unary(self, name):
+    op = UNARY[name]
+    cls = self.__class__
+    t = recording_tape()
+    x = _operand(self, t)
+    d = cls._fn[op](x._d if isinstance(x, Value) else x)
+    if isinstance(x, Value):
+        return t.record(cls, OPS[op], x._i, -1, 0.0, d)
+    return _detached(cls, d)
+
+
+def _compared(other):
+    if isinstance(other, Value):
+        return other._d
+    return _number(other)
+
+
+class Value:
+    """A scalar recorded on the current tape (micrograd-compatible).
+
+    ``Value(data)``: data is an int or float (stored as float).  The
+    micrograd signature ``Value(data, _children=(), _op='')`` is accepted;
+    the Value is a leaf either way: its derivative rules live in C.
+    """
+
+    __slots__ = ("_d", "_i", "_t", "_lb")
+    __array_ufunc__ = None          # NumPy defers to our reflected operators
+    _fuse_constants = frozenset(BINARY)
+    _sweep_mode = _core.SWEEP_ACCUM
+
+    def __init__(self, data, _children=(), _op="", label=""):
+        d = self._coerce(data)
+        t = recording()
+        if t is None or t is NO_GRAD or t.tid != get_ident():
+            t = current_tape()    # leaves are inputs: recorded under no_grad too
+        record_into(t, self, OPS["LEAF"], -1, -1, d, d)
+        if label:
+            self._lb = label
+
+    @staticmethod
+    def _coerce(data):
+        if data.__class__ is float:
+            return data
+        if isinstance(data, (bool, np.bool_)) or not isinstance(data, numbers.Real):
+            raise TypeError("Value() takes an int or float, not "
+                            f"{type(data).__name__}")
+        return float(data)
+
+    # -- data and grad -------------------------------------------------------
+
+    @property
+    def data(self):
+        return self._d
+
+    @data.setter
+    def data(self, value):
+        d = self._coerce(value)
+        self._d = d
+        if self._t is not NO_GRAD and not self._t.closed:
+            self._t.set_value(self._i, d)
+
+    @property
+    def grad(self):
+        if self._t is NO_GRAD:
+            return 0.0
+        return self._t.grad_of(self._i)
+
+    @grad.setter
+    def grad(self, value):
+        if self._t is NO_GRAD:
+            raise TapeError("this Value was computed under no_grad and has no "
+                            "gradient")
+        self._t.set_grad(self._i, float(value))
+
+    def zero_grad(self):
+        self.grad = 0.0
+
+    @property
+    def label(self):
+        return getattr(self, "_lb", "")
+
+    @label.setter
+    def label(self, value):
+        self._lb = value
+
+    # -- the graph, as micrograd exposes it ------------------------------------
+
+    def _entry(self):
+        if self._t is NO_GRAD:
+            return OPS["LEAF"], -1, -1, 0.0, self._d
+        return self._t.entry(self._i)
+
+    @property
+    def _op(self):
+        op, _, _, imm, _ = self._entry()
+        if op == OPS["POWC"]:
+            return "**" + _format_number(imm)
+        return _LABEL_BY_CODE[op]
+
+    @property
+    def _prev(self):
+        _, a, b, _, _ = self._entry()
+        nodes = self._t.nodes if a >= 0 else ()
+        return {nodes[k] for k in (a, b) if k >= 0}
+
+    @property
+    def _backward(self):
+        raise AttributeError("pyautodiff Values keep their derivative rules "
+                             "in C; there is no _backward closure")
+
+    @_backward.setter
+    def _backward(self, fn):
+        raise TypeError("pyautodiff Values keep their derivative rules in C; "
+                        "a _backward closure cannot be attached")
+
+    # -- backward ------------------------------------------------------------
+
+    def backward(self):
+        """Add d(self)/d(node) into the .grad of every Value self depends on."""
+        if self._t is NO_GRAD:
+            raise TapeError("this Value was computed under no_grad: nothing "
+                            "was recorded to differentiate")
+        self._t.backward([self._i], [1.0], self._sweep_mode)
+
+    # -- comparisons compare data; == and hash stay identity (micrograd) ------
+
+    def __lt__(self, other):
+        o = _compared(other)
+        return NotImplemented if o is None else self._d < o
+
+    def __le__(self, other):
+        o = _compared(other)
+        return NotImplemented if o is None else self._d <= o
+
+    def __gt__(self, other):
+        o = _compared(other)
+        return NotImplemented if o is None else self._d > o
+
+    def __ge__(self, other):
+        o = _compared(other)
+        return NotImplemented if o is None else self._d >= o
+
+    __hash__ = object.__hash__
+
+    def __repr__(self):
+        return f"Value(data={self._d}, grad={self.grad})"
+
+
+def _format_number(c):
+    """An exponent as micrograd prints it: 2 for an integral one, else 0.5."""
+    if math.isfinite(c) and c == int(c) and abs(c) < 2 ** 53:
+        return str(int(c))
+    return repr(c)
+
+
+install_operators(Value)
