@@ -80,18 +80,25 @@ def _refcount_base():
 
 
 _BASE_REFS = _refcount_base()
+_LEAF = _core.OPS["LEAF"]
 
 
-class _NoGrad:
-    """Stands in for the recording tape inside ``no_grad()``."""
-    __slots__ = ()
+class _Marker:
+    __slots__ = ("name",)
     closed = False
 
+    def __init__(self, name):
+        self.name = name
+
     def __repr__(self):
-        return "<no_grad>"
+        return f"<{self.name}>"
 
 
-NO_GRAD = _NoGrad()
+# Stands in for the recording tape inside no_grad().
+NO_GRAD = _Marker("no_grad")
+# The tape of a Value computed under no_grad: none.  It differs from NO_GRAD
+# so that such Values never pass the recording path's `self._t is t` test.
+DETACHED = _Marker("detached")
 
 
 class Tape:
@@ -133,13 +140,14 @@ class Tape:
         the buffer, compaction, and the entry-count limit."""
         if out is not None and _anomaly.get() and not math.isfinite(out._d):
             op = struct.unpack_from("i", self.buf, len(self.buf) - _core.RECORD_SIZE)[0]
-            raise FloatingPointError(
-                f"{_core.OP_NAMES[op]} at tape index {out._i} produced "
-                f"{'nan' if math.isnan(out._d) else 'inf'}")
-        if len(self.buf) >= SPILL_EVERY * _core.RECORD_SIZE:
+            if op != _LEAF:             # inputs may be anything; results not
+                raise FloatingPointError(
+                    f"{_core.OP_NAMES[op]} at tape index {out._i} produced "
+                    f"{'nan' if math.isnan(out._d) else 'inf'}")
+        if len(self.nodes) >= self.compact_at:
+            self.compact()
+        elif len(self.buf) >= SPILL_EVERY * _core.RECORD_SIZE:
             self.flush()
-            if len(self.nodes) >= self.compact_at:
-                self.compact()
         if len(self.nodes) >= _core.MAX_ENTRIES:
             raise MemoryError(f"tape is full: {_core.MAX_ENTRIES} entries")
         self._update_limit()
@@ -173,12 +181,19 @@ class Tape:
         refs = np.fromiter(map(sys.getrefcount, nodes), np.intp, n)
         keep = (refs > _BASE_REFS).astype(np.uint8)
         newidx = np.empty(n, np.int64)
-        _core.check(lib.ad_tape_compact(self._c, ffi.from_buffer(keep),
-                                        ffi.from_buffer(newidx)), self._c)
-        kept = np.flatnonzero(newidx >= 0).tolist()
-        self.nodes = nodes = [nodes[k] for k in kept]
-        for i, node in enumerate(nodes):
-            node._i = i
+        _core.check(lib.ad_tape_compact(
+            self._c, ffi.from_buffer("uint8_t[]", keep),
+            ffi.from_buffer("int64_t[]", newidx)), self._c)
+        dropped = np.flatnonzero(newidx < 0)
+        if len(dropped):
+            # entries below the first dropped one keep their index
+            first = int(dropped[0])
+            moved = [nodes[k] for k in (np.flatnonzero(newidx[first:] >= 0)
+                                        + first).tolist()]
+            for i, node in enumerate(moved, first):
+                node._i = i
+            del nodes[first:]
+            nodes += moved
         self.nflushed = len(nodes)
         self.compact_at = max(2 * len(nodes), len(nodes) + COMPACT_MIN)
         self._update_limit()

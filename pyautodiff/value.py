@@ -19,8 +19,8 @@ from _thread import get_ident
 import numpy as np
 
 from . import _core
-from .tape import (NO_GRAD, RECORD_STEPS, _pack, current_tape, record_into,
-                   recording, recording_tape)
+from .tape import (DETACHED, NO_GRAD, RECORD_STEPS, _pack, current_tape,
+                   record_into, recording, recording_tape)
 from ._core import TapeError
 
 OPS = _core.OPS
@@ -167,7 +167,7 @@ def _operand(v, t):
     """v as an operand on tape t: a Value recorded there, or a plain number
     (a Value computed under no_grad, or anything while t is NO_GRAD)."""
     if isinstance(v, Value):
-        if v._t is NO_GRAD or t is NO_GRAD:
+        if v._t is DETACHED or t is NO_GRAD:
             return v._d
         return t.adopt(v)
     return _number(v)
@@ -177,7 +177,7 @@ def _detached(cls, d):
     """A Value that no tape records (the result of an op under no_grad)."""
     out = object.__new__(cls)
     out._d = d
-    out._t = NO_GRAD
+    out._t = DETACHED
     out._i = -1
     return out
 
@@ -268,18 +268,18 @@ class Value:
     def data(self, value):
         d = self._coerce(value)
         self._d = d
-        if self._t is not NO_GRAD and not self._t.closed:
+        if self._t is not DETACHED and not self._t.closed:
             self._t.set_value(self._i, d)
 
     @property
     def grad(self):
-        if self._t is NO_GRAD:
+        if self._t is DETACHED:
             return 0.0
         return self._t.grad_of(self._i)
 
     @grad.setter
     def grad(self, value):
-        if self._t is NO_GRAD:
+        if self._t is DETACHED:
             raise TapeError("this Value was computed under no_grad and has no "
                             "gradient")
         self._t.set_grad(self._i, float(value))
@@ -298,7 +298,7 @@ class Value:
     # -- the graph, as micrograd exposes it ------------------------------------
 
     def _entry(self):
-        if self._t is NO_GRAD:
+        if self._t is DETACHED:
             return OPS["LEAF"], -1, -1, 0.0, self._d
         return self._t.entry(self._i)
 
@@ -329,7 +329,7 @@ class Value:
 
     def backward(self):
         """Add d(self)/d(node) into the .grad of every Value self depends on."""
-        if self._t is NO_GRAD:
+        if self._t is DETACHED:
             raise TapeError("this Value was computed under no_grad: nothing "
                             "was recorded to differentiate")
         self._t.backward([self._i], [1.0], self._sweep_mode)

@@ -16,7 +16,7 @@ import numbers
 import numpy as np
 
 from .. import _core
-from ..tape import NO_GRAD
+from ..tape import DETACHED
 from ..value import Value as _Value, install_operators
 
 
@@ -40,14 +40,14 @@ class Value(_Value):
     @property
     def grad(self):
         t = self._t
-        if t is NO_GRAD:
+        if t is DETACHED:
             return 0
         g = t.grad_of(self._i)
         return g if t.flags_of(self._i) & _core.FLAG_GRAD_FLOAT else int(g)
 
     @grad.setter
     def grad(self, value):
-        if self._t is NO_GRAD:
+        if self._t is DETACHED:
             return
         flags = _core.FLAG_GRAD_FLOAT if isinstance(value, float) else 0
         self._t.set_grad(self._i, float(value), flags)
