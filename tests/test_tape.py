@@ -252,4 +252,5 @@ def test_training_loop_runs_in_bounded_memory():
     per_step = lengths[1] - lengths[0]
     bound = 3 * (per_step + len(model.parameters())) + tape_module.COMPACT_MIN + tape_module.SPILL_EVERY
     assert max(lengths) < bound, (max(lengths), bound)
-    assert rss[1] - rss[0] < 16 * 2**20
+    if not os.environ.get("PYAUTODIFF_SANITIZED"):   # ASan keeps freed memory
+        assert rss[1] - rss[0] < 16 * 2**20
