@@ -11,9 +11,10 @@ from ._core import TapeError
 from .tape import Tape, current_tape, detect_anomaly, no_grad
 from .value import Value
 from .functions import abs, cos, exp, log, relu, sigmoid, sin, sqrt, tanh
+from .viz import draw_dot
 
 __all__ = [
     "__version__", "TapeError", "Tape", "current_tape", "detect_anomaly",
     "no_grad", "Value", "abs", "cos", "exp", "log", "relu", "sigmoid", "sin",
-    "sqrt", "tanh",
+    "sqrt", "tanh", "draw_dot",
 ]
