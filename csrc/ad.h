@@ -75,18 +75,23 @@ enum ad_sweep_mode {
                              root's grad set to the seed                        */
 };
 
-/* Bits of tape->flags (one byte per entry). */
+/* Bits of tape->flags (one byte per entry).  The last three let the
+ * micrograd layer type its gradients as micrograd does: a grad stays a
+ * Python int while every contribution to it is an int.                    */
 enum ad_flag {
-    AD_FLAG_MARK = 1,       /* scratch: reached by the current sweep           */
-    AD_FLAG_GRAD_FLOAT = 2  /* grad was last written by a sweep (not a reset) */
+    AD_FLAG_MARK = 1,        /* scratch: reached by the current sweep          */
+    AD_FLAG_GRAD_FLOAT = 2,  /* the grad is a float (else an int)              */
+    AD_FLAG_VALUE_INT = 4,   /* the value was a Python int when recorded       */
+    AD_FLAG_IMM_INT = 8      /* the immediate was a Python int                 */
 };
 
-/* One recorded operation as the Python side packs it ("iii4xdd"). */
+/* One recorded operation as the Python side packs it ("iiiidd").  flags may
+ * carry AD_FLAG_VALUE_INT and AD_FLAG_IMM_INT.                             */
 typedef struct ad_record {
     int32_t op;
     int32_t a;
     int32_t b;
-    int32_t pad;
+    int32_t flags;
     double imm;
     double val;
 } ad_record;

@@ -13,6 +13,32 @@
 
 #include "internal.h"
 
+/* micrograd's arithmetic keeps a gradient an int while it only ever adds
+ * ints: out.grad through +, relu and * by int data, and c * x**(c-1) for
+ * int x and int c >= 1.  Returns whether entry i hands operand k (0: a,
+ * 1: b) a float.  Only the in-place (micrograd) sweep asks.               */
+static int hands_float(const ad_tape *t, int64_t i, int k)
+{
+    const uint8_t *f = t->flags;
+    if (f[i] & AD_FLAG_GRAD_FLOAT)
+        return 1;
+    switch ((enum ad_op)t->op[i]) {
+    case AD_ADD: case AD_RELU:
+        return 0;
+    case AD_MUL:
+        return !(f[k == 0 ? t->b[i] : t->a[i]] & AD_FLAG_VALUE_INT);
+    case AD_POWC:
+        return !((f[i] & AD_FLAG_IMM_INT) && (f[t->a[i]] & AD_FLAG_VALUE_INT)
+                 && t->imm[i] >= 1.0);
+    case AD_LEAF: case AD_SUB: case AD_DIV: case AD_POW: case AD_ADDC:
+    case AD_MULC: case AD_DIVC: case AD_RSUBC: case AD_RDIVC: case AD_RPOWC:
+    case AD_NEG: case AD_ABS: case AD_TANH: case AD_EXP: case AD_LOG:
+    case AD_SIGMOID: case AD_SIN: case AD_COS: case AD_SQRT: case AD_NUM_OPS:
+        return 1;
+    }
+    return 1;
+}
+
 int ad_backward(ad_tape *t, int64_t nseeds, const int64_t *idx,
                 const double *seed, int mode, int check)
 {
@@ -41,10 +67,12 @@ int ad_backward(ad_tape *t, int64_t nseeds, const int64_t *idx,
             g[i] = 0.0;
     for (int64_t k = 0; k < nseeds; ++k) {
         f[idx[k]] |= AD_FLAG_MARK;
-        if (mode == AD_SWEEP_INPLACE)
-            g[idx[k]] = seed[k];
-        else
+        if (mode == AD_SWEEP_INPLACE) {
+            g[idx[k]] = seed[k];        /* micrograd: self.grad = 1 */
+            f[idx[k]] &= (uint8_t)~AD_FLAG_GRAD_FLOAT;
+        } else {
             g[idx[k]] += seed[k];
+        }
     }
 
     for (int64_t i = top; i >= 0; --i) {
@@ -55,6 +83,13 @@ int ad_backward(ad_tape *t, int64_t nseeds, const int64_t *idx,
             f[a] |= AD_FLAG_MARK;
         if (b >= 0)
             f[b] |= AD_FLAG_MARK;
+        if (mode == AD_SWEEP_INPLACE) {
+            /* micrograd calls every reached node's _backward, zero or not */
+            if (a >= 0 && hands_float(t, i, 0))
+                f[a] |= AD_FLAG_GRAD_FLOAT;
+            if (b >= 0 && hands_float(t, i, 1))
+                f[b] |= AD_FLAG_GRAD_FLOAT;
+        }
         double gi = g[i];
         if (gi == 0.0)
             continue;
@@ -102,17 +137,9 @@ int ad_backward(ad_tape *t, int64_t nseeds, const int64_t *idx,
                                ? "nan" : "inf");
     }
 
-    /* A sweep that reached an entry leaves a float gradient there (micrograd
-     * keeps the int it was reset to on entries a backward never reached). */
-    for (int64_t i = 0; i <= top; ++i) {
-        if (!(f[i] & AD_FLAG_MARK))
-            continue;
-        if (mode == AD_SWEEP_ACCUM)
-            t->grad[i] += g[i];
-        f[i] |= AD_FLAG_GRAD_FLOAT;
-    }
-    if (mode == AD_SWEEP_INPLACE)
-        for (int64_t k = 0; k < nseeds; ++k)
-            f[idx[k]] &= (uint8_t)~AD_FLAG_GRAD_FLOAT;
+    if (mode == AD_SWEEP_ACCUM)
+        for (int64_t i = 0; i <= top; ++i)
+            if (f[i] & AD_FLAG_MARK)
+                t->grad[i] += g[i];
     return AD_OK;
 }

@@ -117,7 +117,8 @@ int ad_tape_append(ad_tape *t, const ad_record *recs, int64_t count)
         t->val[i] = recs[k].val;
         t->adj[i] = 0.0;
         t->grad[i] = 0.0;
-        t->flags[i] = 0;
+        t->flags[i] = (uint8_t)(recs[k].flags &
+                                (AD_FLAG_VALUE_INT | AD_FLAG_IMM_INT));
     }
     t->n += count;
     return AD_OK;

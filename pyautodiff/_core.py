@@ -31,12 +31,14 @@ OP_NAMES = [ffi.string(lib.ad_op_name(code)).decode() for code in range(NUM_OPS)
 OP_ARITY = [lib.ad_op_arity(code) for code in range(NUM_OPS)]
 MAX_ENTRIES = lib.AD_MAX_ENTRIES
 FLAG_GRAD_FLOAT = lib.AD_FLAG_GRAD_FLOAT
+FLAG_VALUE_INT = lib.AD_FLAG_VALUE_INT
+FLAG_IMM_INT = lib.AD_FLAG_IMM_INT
 SWEEP_ACCUM = lib.AD_SWEEP_ACCUM
 SWEEP_INPLACE = lib.AD_SWEEP_INPLACE
 
 # The Python side packs one record per operation in this layout; it must be
 # the C struct ad_record byte for byte.
-RECORD_FORMAT = "@iii4xdd"
+RECORD_FORMAT = "@iiiidd"
 RECORD_SIZE = ffi.sizeof("ad_record")
 
 

@@ -52,7 +52,7 @@ out._d = d
 out._t = t
 n = t.nodes
 out._i = i = len(n)
-t.buf += _pack({op}, {a}, {b}, {imm}, d)
+t.buf += _pack({op}, {a}, {b}, {flags}, {imm}, d)
 n.append(out)
 if i >= t.limit:
     t.spill(out)
@@ -61,8 +61,8 @@ _new = object.__new__
 
 
 def _compile_record_into():
-    body = RECORD_STEPS.format(op="op", a="a", b="b", imm="imm")
-    src = ("def record_into(t, out, op, a, b, imm, d):\n"
+    body = RECORD_STEPS.format(op="op", a="a", b="b", imm="imm", flags="flags")
+    src = ("def record_into(t, out, op, a, b, imm, d, flags=0):\n"
            + "".join("    " + line + "\n" for line in body.splitlines())
            + "    return out\n")
     scope = {"_pack": _pack}
@@ -152,11 +152,11 @@ class Tape:
             raise MemoryError(f"tape is full: {_core.MAX_ENTRIES} entries")
         self._update_limit()
 
-    def record(self, cls, op, a, b, imm, d):
+    def record(self, cls, op, a, b, imm, d, flags=0):
         """Append one entry and return its new object of class cls (the
         generated operators in value.py inline the same RECORD_STEPS)."""
         self._check_open()
-        return record_into(self, _new(cls), op, a, b, imm, d)
+        return record_into(self, _new(cls), op, a, b, imm, d, flags)
 
     def flush(self):
         """Append the buffered records to the C tape."""
@@ -284,7 +284,8 @@ class Tape:
                             "ad.Tape()' block, others cannot")
         proxy = self.imports.get(v)
         if proxy is None:
-            proxy = self.record(type(v), _core.OPS["LEAF"], -1, -1, v._d, v._d)
+            proxy = self.record(type(v), _core.OPS["LEAF"], -1, -1, v._d, v._d,
+                                type(v)._int_flags(v._d, None))
             self.imports[v] = proxy
         return proxy
 

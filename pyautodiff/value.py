@@ -93,35 +93,43 @@ def _indent(text, spaces):
     return "".join(" " * spaces + line + "\n" for line in text.splitlines())
 
 
-def _record(op, a, b, imm, spaces):
+def _record(op, a, b, imm, flags, spaces):
     """RECORD_STEPS for one op, creating `out` first, then returning it."""
     steps = "out = _new(_cls)\n" + RECORD_STEPS.format(
-        op=OPS[op], a=a, b=b, imm=imm) + "return out\n"
+        op=OPS[op], a=a, b=b, imm=imm, flags=flags) + "return out\n"
     return _indent(steps, spaces)
 
 
-def _binary_source(name, vv_op, vc_op, cexpr, exprs, fuse):
+# The record's int flags, for classes that type their gradients the way
+# micrograd does (_typed_ints): the value, and the constant, were ints.
+VALUE_INT = f"({_core.FLAG_VALUE_INT} if d.__class__ is int else 0)"
+CONST_INT = f"({_core.FLAG_IMM_INT} if c.__class__ is int else 0)"
+
+
+def _binary_source(name, vv_op, vc_op, cexpr, exprs, fuse, typed):
     src = f"def {name}(self, other):\n"
     src += "    t = recording()\n    if self._t is t:\n        x = self._d\n"
     if vv_op:
         src += ("        if other.__class__ is _cls and other._t is t:\n"
                 "            y = other._d\n"
                 f"            d = {exprs[vv_op]}\n"
-                + _record(vv_op, "self._i", "other._i", "0.0", 12))
+                + _record(vv_op, "self._i", "other._i", "0.0",
+                          VALUE_INT if typed else "0", 12))
     if fuse:
         src += ("        if other.__class__ is float or other.__class__ is int:\n"
                 f"            c = {cexpr}\n"
                 f"            d = {exprs[vc_op]}\n"
-                + _record(vc_op, "self._i", "-1", "c", 12))
+                + _record(vc_op, "self._i", "-1", "c",
+                          f"{VALUE_INT} | {CONST_INT}" if typed else "0", 12))
     src += f"    return _slow_binary(self, other, {name!r})\n"
     return src
 
 
-def _unary_source(name, op, exprs):
+def _unary_source(name, op, exprs, typed):
     return (f"def {name}(self):\n"
             "    t = recording()\n    if self._t is t:\n        x = self._d\n"
             f"        d = {exprs[op]}\n"
-            + _record(op, "self._i", "-1", "0.0", 8)
+            + _record(op, "self._i", "-1", "0.0", VALUE_INT if typed else "0", 8)
             + f"    return _slow_unary(self, {name!r})\n")
 
 
@@ -142,12 +150,12 @@ def install_operators(cls, expr_overrides=()):
         if name in cls.__dict__:
             continue
         exec(_binary_source(name, vv_op, vc_op, cexpr, exprs,
-                            name in cls._fuse_constants), scope)
+                            name in cls._fuse_constants, cls._typed_ints), scope)
         setattr(cls, name, scope[name])
     for name, op in UNARY.items():
         if name in cls.__dict__:
             continue
-        exec(_unary_source(name, op, exprs), scope)
+        exec(_unary_source(name, op, exprs, cls._typed_ints), scope)
         setattr(cls, name, scope[name])
     # the same expressions as functions, for the slow paths
     cls._fn = {op: eval(f"lambda x, y=None, c=None: {expr}", scope)
@@ -197,13 +205,14 @@ def _slow_binary(self, other, name):
         if vv_op is None:       # reflected method with a Value: y op x
             return _slow_binary(other, self, REFLECTED[name])
         d = cls._fn[vv_op](x._d, y._d)
-        return t.record(cls, OPS[vv_op], x._i, y._i, 0.0, d)
+        return t.record(cls, OPS[vv_op], x._i, y._i, 0.0, d,
+                        cls._int_flags(d, None))
     if isinstance(x, Value):
         if name not in cls._fuse_constants:  # micrograd: constants are leaves
             return getattr(x, name)(cls(y))
         c = -y if cexpr == "-other" else y
         d = cls._fn[vc_op](x._d, c=c)
-        return t.record(cls, OPS[vc_op], x._i, -1, c, d)
+        return t.record(cls, OPS[vc_op], x._i, -1, c, d, cls._int_flags(d, c))
     # nothing recorded: no_grad, or Values computed under it
     if vv_op:
         return _detached(cls, cls._fn[vv_op](x, y))
@@ -217,7 +226,7 @@ def _slow_unary(self, name):
     x = _operand(self, t)
     d = cls._fn[op](x._d if isinstance(x, Value) else x)
     if isinstance(x, Value):
-        return t.record(cls, OPS[op], x._i, -1, 0.0, d)
+        return t.record(cls, OPS[op], x._i, -1, 0.0, d, cls._int_flags(d, None))
     return _detached(cls, d)
 
 
@@ -238,6 +247,7 @@ class Value:
     __slots__ = ("_d", "_i", "_t", "_lb")
     __array_ufunc__ = None          # NumPy defers to our reflected operators
     _fuse_constants = frozenset(BINARY)
+    _typed_ints = False             # gradients are floats, whatever the data
     _sweep_mode = _core.SWEEP_ACCUM
 
     def __init__(self, data, _children=(), _op="", label=""):
@@ -245,9 +255,17 @@ class Value:
         t = recording()
         if t is None or t is NO_GRAD or t.tid != get_ident():
             t = current_tape()    # leaves are inputs: recorded under no_grad too
-        record_into(t, self, OPS["LEAF"], -1, -1, d, d)
+        record_into(t, self, OPS["LEAF"], -1, -1, d, d, self._int_flags(d, None))
         if label:
             self._lb = label
+
+    @classmethod
+    def _int_flags(cls, d, c):
+        """The record's flags: which of value and constant were ints."""
+        if not cls._typed_ints:
+            return 0
+        return ((_core.FLAG_VALUE_INT if d.__class__ is int else 0)
+                | (_core.FLAG_IMM_INT if c.__class__ is int else 0))
 
     @staticmethod
     def _coerce(data):

@@ -60,13 +60,13 @@ def test_c_rejects_malformed_records_without_crashing():
     c = _core.new_tape()
     pack = struct.Struct(_core.RECORD_FORMAT).pack
     bad = [
-        pack(99, -1, -1, 0.0, 0.0),          # unknown op
-        pack(_core.OPS["MUL"], 0, 5, 0.0, 0.0),   # operand not earlier
-        pack(_core.OPS["TANH"], -3, -1, 0.0, 0.0),
-        pack(_core.OPS["LEAF"], 0, -1, 0.0, 0.0),  # a leaf has no operands
+        pack(99, -1, -1, 0, 0.0, 0.0),          # unknown op
+        pack(_core.OPS["MUL"], 0, 5, 0, 0.0, 0.0),   # operand not earlier
+        pack(_core.OPS["TANH"], -3, -1, 0, 0.0, 0.0),
+        pack(_core.OPS["LEAF"], 0, -1, 0, 0.0, 0.0),  # a leaf has no operands
     ]
     for rec in bad:
-        buf = bytearray(pack(_core.OPS["LEAF"], -1, -1, 1.0, 1.0) + rec)
+        buf = bytearray(pack(_core.OPS["LEAF"], -1, -1, 0, 1.0, 1.0) + rec)
         with pytest.raises(ValueError):
             _core.check(lib.ad_tape_append(c, ffi.from_buffer("ad_record[]", buf), 2), c)
         assert c.n == 0            # a bad batch stores nothing

@@ -6,8 +6,9 @@ What it keeps from micrograd, on purpose:
   ``a / b`` is ``a * b**-1``, and a number operand becomes a leaf Value, so
   the graph (``_prev``, ``_op``) is micrograd's node for node;
 - data as given (``Value(2).data`` is the int 2, ``relu`` of a negative is 0);
-- ``grad`` reads as the int 0 until a backward reaches the Value (and as
-  the int 1 on the root), so reprs match;
+- gradients typed as micrograd's arithmetic types them: an int while every
+  contribution to it is an int (0 before any backward, 1 on the root,
+  ``a*b`` with int data), else a float, so reprs match;
 - backward sweeps through the gradients already stored, so gradients left
   by an earlier backward are propagated again, as micrograd does.
 """
@@ -25,6 +26,7 @@ class Value(_Value):
 
     __slots__ = ()
     _fuse_constants = frozenset({"__pow__", "__rpow__"})
+    _typed_ints = True
     _sweep_mode = _core.SWEEP_INPLACE
 
     @staticmethod
