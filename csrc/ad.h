@@ -130,5 +130,6 @@ int64_t ad_tape_nbytes(const ad_tape *t);
 int ad_forward(ad_tape *t, int64_t lo, int64_t hi, int check);
 int ad_backward(ad_tape *t, int64_t nseeds, const int64_t *idx,
                 const double *seed, int mode, int check);
+int ad_reverse_step(ad_tape *t, int64_t i);
 
 #endif

@@ -107,7 +107,7 @@ class Tape:
 
     __slots__ = ("_c", "nodes", "buf", "limit", "nflushed", "tid", "closed",
                  "parent", "imports", "compact_at", "_tokens", "_frozen",
-                 "_gradp", "_flagp")
+                 "_gradp", "_flagp", "custom")
 
     def __init__(self):
         self._c = _core.new_tape()
@@ -119,6 +119,7 @@ class Tape:
         self.parent = None       # enclosing tape while an explicit one is open
         self.imports = {}        # outer Value -> its leaf on this tape
         self.compact_at = COMPACT_MIN
+        self.custom = 0          # nodes whose derivative rule is Python code
         self._tokens = None
         self._frozen = None      # grads kept after close, by entry
         self._gradp = self._c.grad
@@ -220,12 +221,15 @@ class Tape:
             return 0
         return self._flagp[i]
 
-    def set_grad(self, i, g, flags=None):
+    def set_grad(self, i, g, is_float=None):
+        """Assign entry i's grad; is_float (micrograd's typing) says whether
+        it now reads as a float or an int."""
         self._check_open()
         self.flush()
         self._gradp[i] = g
-        if flags is not None:
-            self._flagp[i] = flags
+        if is_float is not None:
+            bit = _core.FLAG_GRAD_FLOAT
+            self._flagp[i] = (self._flagp[i] & ~bit) | (bit if is_float else 0)
 
     def set_value(self, i, d):
         """A new value for entry i (a leaf whose .data the user assigns)."""
@@ -255,6 +259,13 @@ class Tape:
                                     1 if _anomaly.get() else 0), self._c)
         if self.imports:
             self._backward_imports(max(idx), mode)
+
+    def reverse_step(self, i):
+        """Apply entry i's derivative rule once, in place on grad
+        (micrograd's node._backward())."""
+        self._check_open()
+        self.flush()
+        _core.check(lib.ad_reverse_step(self._c, i), self._c)
 
     def _backward_imports(self, top, mode):
         swept = self._c.grad if mode == _core.SWEEP_INPLACE else self._c.adj

@@ -10,13 +10,23 @@ What it keeps from micrograd, on purpose:
   contribution to it is an int (0 before any backward, 1 on the root,
   ``a*b`` with int data), else a float, so reprs match;
 - backward sweeps through the gradients already stored, so gradients left
-  by an earlier backward are propagated again, as micrograd does.
+  by an earlier backward are propagated again, as micrograd does;
+- the extension points of micrograd's lecture: ``Value(data, children, op)``
+  builds a node of your own, ``node._backward = fn`` gives it a derivative
+  rule in Python, and every node's ``_backward()`` can be called by hand.
+  A backward over a tape holding such nodes runs micrograd's own algorithm
+  (a topological sort, then each node's ``_backward``, the built-in ones
+  applying their rule in C), so they behave exactly as in micrograd.  Their
+  closures refer to Values, so those Values stay on the tape until it is
+  released.
 """
+import functools
 import numbers
 
 import numpy as np
 
 from .. import _core
+from .._core import TapeError
 from ..tape import DETACHED
 from ..value import Value as _Value, install_operators
 
@@ -24,10 +34,16 @@ from ..value import Value as _Value, install_operators
 class Value(_Value):
     """micrograd's Value: ``Value(data, _children=(), _op='')``."""
 
-    __slots__ = ()
+    __slots__ = ("_kids", "_opname", "_bw")
     _fuse_constants = frozenset({"__pow__", "__rpow__"})
     _typed_ints = True
     _sweep_mode = _core.SWEEP_INPLACE
+
+    def __init__(self, data, _children=(), _op="", label=""):
+        super().__init__(data, label=label)
+        if _children or _op:                  # a node of the user's own
+            self._kids = tuple(_children)
+            self._opname = _op
 
     @staticmethod
     def _coerce(data):
@@ -51,8 +67,46 @@ class Value(_Value):
     def grad(self, value):
         if self._t is DETACHED:
             return
-        flags = _core.FLAG_GRAD_FLOAT if isinstance(value, float) else 0
-        self._t.set_grad(self._i, float(value), flags)
+        self._t.set_grad(self._i, float(value), isinstance(value, float))
+
+    @property
+    def _prev(self):
+        kids = getattr(self, "_kids", None)
+        return set(kids) if kids is not None else _Value._prev.fget(self)
+
+    @property
+    def _op(self):
+        name = getattr(self, "_opname", None)
+        return name if name is not None else _Value._op.fget(self)
+
+    @property
+    def _backward(self):
+        """This node's derivative rule: a user's closure, or the built-in
+        rule applied in C to this node alone."""
+        fn = getattr(self, "_bw", None)
+        if fn is not None:
+            return fn
+        if self._t is DETACHED:
+            return _nothing
+        return functools.partial(self._t.reverse_step, self._i)
+
+    @_backward.setter
+    def _backward(self, fn):
+        if self._t is DETACHED:
+            raise TapeError("this Value was computed under no_grad")
+        if getattr(self, "_bw", None) is None:
+            self._t.custom += 1
+        self._bw = fn
+
+    def backward(self):
+        t = self._t
+        if t is DETACHED or not t.custom:
+            return _Value.backward(self)
+        # a user's node may be in the graph: micrograd's algorithm, verbatim
+        topo = _topological_order(self)
+        self.grad = 1
+        for node in reversed(topo):
+            node._backward()
 
     def __neg__(self):                # -self
         return self * -1
@@ -74,6 +128,28 @@ class Value(_Value):
 
     def __rtruediv__(self, other):    # other / self
         return other * self**-1
+
+
+def _nothing():
+    return None
+
+
+def _topological_order(root):
+    """Nodes reachable from root, each after all of its _prev: micrograd's
+    depth-first order, without recursion."""
+    order, seen = [], {root}
+    stack = [(root, iter(root._prev))]
+    while stack:
+        node, children = stack[-1]
+        for child in children:
+            if child not in seen:
+                seen.add(child)
+                stack.append((child, iter(child._prev)))
+                break
+        else:
+            stack.pop()
+            order.append(node)
+    return order
 
 
 # generates the rest: + * ** and the math methods, recorded as micrograd does
