@@ -48,6 +48,7 @@ int ad_forward(ad_tape *t, int64_t lo, int64_t hi, int check)
         case AD_NUM_OPS: return ad_fail(t, AD_EINVAL, i, "bad op at %lld",
                                         (long long)i);
         }
+        AD_TRACE_STEP("fwd", t, i, 0.0);
         if (check && !isfinite(v[i]))
             return ad_fail(t, AD_ENONFINITE, i, "%s at tape index %lld "
                            "produced %s", ad_op_name(t->op[i]), (long long)i,

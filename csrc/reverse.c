@@ -54,6 +54,7 @@ static int reverse_entry(ad_tape *t, double *g, int64_t i, int mode, int check)
             t->flags[b] |= AD_FLAG_GRAD_FLOAT;
     }
     double gi = g[i];
+    AD_TRACE_STEP("rev", t, i, gi);
     if (gi == 0.0)
         return AD_OK;
     const double *v = t->val;
