@@ -147,10 +147,14 @@ int ad_backward(ad_tape *t, int64_t nseeds, const int64_t *idx,
             return status;
     }
 
+    /* accumulated gradients are floats (micrograd's Values reached from an
+     * explicit tape's sweep are accumulated this way too) */
     if (mode == AD_SWEEP_ACCUM)
         for (int64_t i = 0; i <= top; ++i)
-            if (f[i] & AD_FLAG_MARK)
+            if (f[i] & AD_FLAG_MARK) {
                 t->grad[i] += g[i];
+                f[i] |= AD_FLAG_GRAD_FLOAT;
+            }
     return AD_OK;
 }
 

@@ -134,9 +134,33 @@ void ad_tape_truncate(ad_tape *t, int64_t n)
  * entries still referenced from outside; their operands are kept with them.
  * newidx[i] receives the new index of entry i, or -1 if it was dropped.
  * Entries keep their order, so the tape stays topologically sorted. */
-int ad_tape_compact(ad_tape *t, const uint8_t *keep, int64_t *newidx)
+/* Give back memory when the tape holds far fewer entries than allocated;
+ * a failed shrink just keeps the larger blocks. */
+static void shrink(ad_tape *t)
 {
-    int64_t n = t->n;
+    int64_t want = t->n < 1024 ? 1024 : 2 * t->n;
+    if (4 * t->n >= t->cap || want >= t->cap)
+        return;
+    grow((void **)&t->op, want, sizeof *t->op);
+    grow((void **)&t->a, want, sizeof *t->a);
+    grow((void **)&t->b, want, sizeof *t->b);
+    grow((void **)&t->aux, want, sizeof *t->aux);
+    grow((void **)&t->imm, want, sizeof *t->imm);
+    grow((void **)&t->val, want, sizeof *t->val);
+    grow((void **)&t->adj, want, sizeof *t->adj);
+    grow((void **)&t->grad, want, sizeof *t->grad);
+    grow((void **)&t->flags, want, sizeof *t->flags);
+    /* blocks that did not shrink are larger: still valid for `want` */
+    t->cap = want;
+}
+
+int ad_tape_compact(ad_tape *t, int64_t n, const uint8_t *keep,
+                    int64_t *newidx)
+{
+    /* keep and newidx are n long: they must describe this tape exactly */
+    if (n != t->n)
+        return ad_fail(t, AD_EINVAL, -1, "compaction of %lld entries on a "
+                       "tape of %lld", (long long)n, (long long)t->n);
     for (int64_t i = 0; i < n; ++i)
         t->flags[i] = (uint8_t)((t->flags[i] & ~AD_FLAG_MARK) |
                                 (keep[i] ? AD_FLAG_MARK : 0));
@@ -168,6 +192,7 @@ int ad_tape_compact(ad_tape *t, const uint8_t *keep, int64_t *newidx)
         ++j;
     }
     t->n = j;
+    shrink(t);
     return AD_OK;
 }
 

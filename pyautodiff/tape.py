@@ -1,10 +1,13 @@
 """The Python side of a tape: recording buffers, node objects and tape control.
 
-Recording must be cheap, so an operation never calls into C.  It appends the
-result object to ``Tape.nodes`` and one packed record (op, operands,
-immediate, value) to the bytearray ``Tape.buf``; the records reach the C tape
-in bulk (``flush``) before a sweep or every ``SPILL_EVERY`` records.  Entry
-``i`` of the C tape is ``nodes[i]``.
+Recording must be cheap, so an operation never calls into C.  It packs one
+record (op, operands, flags, immediate, value) into the bytearray
+``Tape.buf`` at offset 32*i and then appends the result object to
+``Tape.nodes`` as entry i; the records reach the C tape in bulk (``flush``)
+before a sweep or every ``SPILL_EVERY`` records.  Entry ``i`` of the C tape
+is ``nodes[i]``.  A record is written at its entry's own offset, so an
+operation interrupted between the two steps (KeyboardInterrupt) leaves only
+a record that the next operation overwrites.
 
 Memory is reclaimed by compaction: a node that only the tape refers to (its
 reference count says so) and that no such referenced node depends on is
@@ -13,13 +16,14 @@ Values hold no references to each other (``_prev`` is read from the tape), so
 the reference count is exact.  Compaction runs when the tape has doubled
 since the last one, so its cost per recorded operation stays bounded.
 
-Each thread records on its own tape; ``with Tape():`` pushes an explicit one,
-``no_grad()`` stops recording, ``detect_anomaly()`` checks every result.
+Tape state is per thread (``threading.local``): each thread records on its
+own tape; ``with Tape():`` pushes an explicit one, ``no_grad()`` stops
+recording, ``detect_anomaly()`` checks every result.
 """
-import contextvars
 import math
 import struct
 import sys
+import threading
 from _thread import get_ident
 
 import numpy as np
@@ -30,16 +34,32 @@ from ._core import TapeError, ffi, lib
 SPILL_EVERY = 1 << 15      # records buffered in Python before a flush to C
 COMPACT_MIN = 1 << 16      # entries a tape may grow by before a compaction
 
-_pack = struct.Struct(_core.RECORD_FORMAT).pack
-assert struct.calcsize(_core.RECORD_FORMAT) == _core.RECORD_SIZE
+_pack_into = struct.Struct(_core.RECORD_FORMAT).pack_into
+RECORD_SHIFT = 5                 # record i starts at byte i << RECORD_SHIFT
+assert struct.calcsize(_core.RECORD_FORMAT) == _core.RECORD_SIZE == 1 << RECORD_SHIFT
 
-# The tape operations record on in this thread (and context); NO_GRAD while
-# recording is off; None until the thread first needs a tape.
-_recording = contextvars.ContextVar("pyautodiff_recording", default=None)
-recording = _recording.get
-# The innermost tape of this thread, explicit or default.
-_thread_tape = contextvars.ContextVar("pyautodiff_tape", default=None)
-_anomaly = contextvars.ContextVar("pyautodiff_anomaly", default=0)
+
+class _ThreadState(threading.local):
+    """This thread's tapes.  `rec` is what the recording path compares
+    operands' tapes with: the innermost tape, NO_GRAD inside no_grad(), or
+    None until the thread first needs a tape."""
+
+    def __init__(self):
+        self.rec = None
+        self.default = None      # the thread's own tape, made on first use
+        self.stack = []          # explicit tapes entered, innermost last
+        self.no_grad = 0
+        self.anomaly = 0
+
+    def refresh(self):
+        if self.default is None:
+            self.default = Tape()
+        tape = self.stack[-1] if self.stack else self.default
+        self.rec = NO_GRAD if self.no_grad else tape
+        return tape
+
+
+state = _ThreadState()
 
 
 # The steps that record one entry as object `out` with value d.  They are
@@ -52,7 +72,7 @@ out._d = d
 out._t = t
 n = t.nodes
 out._i = i = len(n)
-t.buf += _pack({op}, {a}, {b}, {flags}, {imm}, d)
+_pack_into(t.buf, i << 5, {op}, {a}, {b}, {flags}, {imm}, d)
 n.append(out)
 if i >= t.limit:
     t.spill(out)
@@ -65,7 +85,7 @@ def _compile_record_into():
     src = ("def record_into(t, out, op, a, b, imm, d, flags=0):\n"
            + "".join("    " + line + "\n" for line in body.splitlines())
            + "    return out\n")
-    scope = {"_pack": _pack}
+    scope = {"_pack_into": _pack_into}
     exec(src, scope)
     return scope["record_into"]
 
@@ -107,12 +127,12 @@ class Tape:
 
     __slots__ = ("_c", "nodes", "buf", "limit", "nflushed", "tid", "closed",
                  "parent", "imports", "compact_at", "_tokens", "_frozen",
-                 "_gradp", "_flagp", "custom")
+                 "_gradp", "_flagp", "custom", "_entered")
 
     def __init__(self):
         self._c = _core.new_tape()
         self.nodes = []          # nodes[i] is the object of entry i
-        self.buf = bytearray()   # records not yet appended to the C tape
+        self.buf = bytearray(SPILL_EVERY << RECORD_SHIFT)  # record i at i << 5
         self.nflushed = 0        # entries already in the C tape
         self.tid = get_ident()
         self.closed = False
@@ -120,7 +140,7 @@ class Tape:
         self.imports = {}        # outer Value -> its leaf on this tape
         self.compact_at = COMPACT_MIN
         self.custom = 0          # nodes whose derivative rule is Python code
-        self._tokens = None
+        self._entered = False
         self._frozen = None      # grads kept after close, by entry
         self._gradp = self._c.grad
         self._flagp = self._c.flags
@@ -131,24 +151,28 @@ class Tape:
     def _update_limit(self):
         # The recording path calls spill() once an index reaches `limit`;
         # detect_anomaly sets it to -1 so every result is checked there.
-        if _anomaly.get():
+        if state.anomaly:
             self.limit = -1
         else:
-            self.limit = min(len(self.nodes) + SPILL_EVERY, _core.MAX_ENTRIES)
+            # at the latest, the last record that still fits in buf
+            self.limit = min(len(self.nodes) + SPILL_EVERY,
+                             (len(self.buf) >> RECORD_SHIFT) - 1,
+                             _core.MAX_ENTRIES)
 
     def spill(self, out=None):
         """Called by the recording path at `limit`: anomaly checks, flushing
         the buffer, compaction, and the entry-count limit."""
-        if out is not None and _anomaly.get() and not math.isfinite(out._d):
-            op = struct.unpack_from("i", self.buf, len(self.buf) - _core.RECORD_SIZE)[0]
+        if out is not None and state.anomaly and not math.isfinite(out._d):
+            op = struct.unpack_from("i", self.buf, out._i << RECORD_SHIFT)[0]
             if op != _LEAF:             # inputs may be anything; results not
                 raise FloatingPointError(
                     f"{_core.OP_NAMES[op]} at tape index {out._i} produced "
                     f"{'nan' if math.isnan(out._d) else 'inf'}")
         if len(self.nodes) >= self.compact_at:
             self.compact()
-        elif len(self.buf) >= SPILL_EVERY * _core.RECORD_SIZE:
+        elif len(self.nodes) - self.nflushed >= SPILL_EVERY:
             self.flush()
+        self._reserve(len(self.nodes) + SPILL_EVERY)
         if len(self.nodes) >= _core.MAX_ENTRIES:
             raise MemoryError(f"tape is full: {_core.MAX_ENTRIES} entries")
         self._update_limit()
@@ -159,20 +183,27 @@ class Tape:
         self._check_open()
         return record_into(self, _new(cls), op, a, b, imm, d, flags)
 
+    def _reserve(self, n):
+        """Room in buf for the records of entries below n."""
+        have = len(self.buf) >> RECORD_SHIFT
+        if n > have:
+            self.buf += bytes((max(n, 2 * have) - have) << RECORD_SHIFT)
+
     def flush(self):
         """Append the buffered records to the C tape."""
-        count = len(self.buf) // _core.RECORD_SIZE
+        self._check_open()
+        count = len(self.nodes) - self.nflushed
         if not count:
             return
         recs = ffi.from_buffer("ad_record[]", self.buf)
         try:
-            _core.check(lib.ad_tape_append(self._c, recs, count), self._c)
+            _core.check(lib.ad_tape_append(self._c, recs + self.nflushed,
+                                           count), self._c)
         finally:
             ffi.release(recs)
-        del self.buf[:]
+            self._gradp = self._c.grad      # the arrays may have moved,
+            self._flagp = self._c.flags     # even when a later one failed
         self.nflushed += count
-        self._gradp = self._c.grad      # the arrays may have moved
-        self._flagp = self._c.flags
 
     def compact(self):
         """Drop the entries nothing refers to any more; renumber the rest."""
@@ -182,9 +213,13 @@ class Tape:
         refs = np.fromiter(map(sys.getrefcount, nodes), np.intp, n)
         keep = (refs > _BASE_REFS).astype(np.uint8)
         newidx = np.empty(n, np.int64)
-        _core.check(lib.ad_tape_compact(
-            self._c, ffi.from_buffer("uint8_t[]", keep),
-            ffi.from_buffer("int64_t[]", newidx)), self._c)
+        try:
+            _core.check(lib.ad_tape_compact(
+                self._c, n, ffi.from_buffer("uint8_t[]", keep),
+                ffi.from_buffer("int64_t[]", newidx)), self._c)
+        finally:
+            self._gradp = self._c.grad      # a shrunk tape has moved
+            self._flagp = self._c.flags
         dropped = np.flatnonzero(newidx < 0)
         if len(dropped):
             # entries below the first dropped one keep their index
@@ -197,6 +232,7 @@ class Tape:
             nodes += moved
         self.nflushed = len(nodes)
         self.compact_at = max(2 * len(nodes), len(nodes) + COMPACT_MIN)
+        del self.buf[(len(nodes) + 2 * SPILL_EVERY) << RECORD_SHIFT:]
         self._update_limit()
 
     # -- reading entries ---------------------------------------------------
@@ -231,12 +267,17 @@ class Tape:
             bit = _core.FLAG_GRAD_FLOAT
             self._flagp[i] = (self._flagp[i] & ~bit) | (bit if is_float else 0)
 
-    def set_value(self, i, d):
-        """A new value for entry i (a leaf whose .data the user assigns)."""
+    def set_value(self, i, d, is_int=False):
+        """A new value for entry i (its .data assigned).  A leaf's value is
+        also its input for a replay; another entry keeps its constant."""
         self._check_open()
         self.flush()
-        self._c.val[i] = d
-        self._c.imm[i] = d
+        c = self._c
+        c.val[i] = d
+        if c.op[i] == _LEAF:
+            c.imm[i] = d
+        bit = _core.FLAG_VALUE_INT
+        c.flags[i] = (c.flags[i] & ~bit) | (bit if is_int else 0)
 
     def entry(self, i):
         """(op, a, b, imm, val) of entry i."""
@@ -255,10 +296,20 @@ class Tape:
         n = len(idx)
         cidx = ffi.new("int64_t[]", idx)
         cseed = ffi.new("double[]", seeds)
+        imports = list(self.imports.values())
+        if imports and mode == _core.SWEEP_INPLACE:
+            # in place, grad holds earlier sweeps too: route only the change
+            before = [self._gradp[p._i] if p._i < self.nflushed else 0.0
+                      for p in imports]
         _core.check(lib.ad_backward(self._c, n, cidx, cseed, mode,
-                                    1 if _anomaly.get() else 0), self._c)
-        if self.imports:
-            self._backward_imports(max(idx), mode)
+                                    1 if state.anomaly else 0), self._c)
+        if imports:
+            if mode == _core.SWEEP_INPLACE:
+                swept = [self._gradp[p._i] - b for p, b in zip(imports, before)]
+            else:
+                adj = self._c.adj
+                swept = [adj[p._i] for p in imports]
+            self._backward_imports(max(idx), swept)
 
     def reverse_step(self, i):
         """Apply entry i's derivative rule once, in place on grad
@@ -267,15 +318,16 @@ class Tape:
         self.flush()
         _core.check(lib.ad_reverse_step(self._c, i), self._c)
 
-    def _backward_imports(self, top, mode):
-        swept = self._c.grad if mode == _core.SWEEP_INPLACE else self._c.adj
+    def _backward_imports(self, top, swept):
+        """Carry what this sweep gave the imported leaves (swept, in the
+        order of self.imports) on to the tapes the originals live on."""
         by_tape = {}
-        for outer, proxy in self.imports.items():
+        for (outer, proxy), g in zip(self.imports.items(), swept):
             j = proxy._i
-            if j <= top and self._flagp[j] & lib.AD_FLAG_MARK and swept[j] != 0.0:
+            if j <= top and self._flagp[j] & lib.AD_FLAG_MARK and g != 0.0:
                 ids, seeds = by_tape.setdefault(outer._t, ([], []))
                 ids.append(outer._i)
-                seeds.append(swept[j])
+                seeds.append(g)
         for tape, (ids, seeds) in by_tape.items():
             tape.backward(ids, seeds, _core.SWEEP_ACCUM)
 
@@ -303,21 +355,22 @@ class Tape:
     # -- explicit tapes ----------------------------------------------------
 
     def __enter__(self):
-        if self._tokens is not None or self.closed:
+        if self._entered or self.closed:
             raise TapeError("a Tape can be entered once")
         self.parent = current_tape()
         self.tid = get_ident()
-        rec = _recording.get()
-        self._tokens = (_thread_tape.set(self),
-                        None if rec is NO_GRAD else _recording.set(self))
+        self._entered = True
+        state.stack.append(self)
+        state.refresh()
         self._update_limit()
         return self
 
     def __exit__(self, *exc):
-        tape_token, rec_token = self._tokens
-        if rec_token is not None:
-            _recording.reset(rec_token)
-        _thread_tape.reset(tape_token)
+        # also when blocks end out of order (a generator closed later)
+        if self in state.stack:
+            state.stack.remove(self)
+        state.refresh()
+        self._entered = False
         self.release()
         return False
 
@@ -326,11 +379,15 @@ class Tape:
         using them in an operation or backward raises TapeError."""
         if self.closed:
             return
+        if self._entered:
+            raise TapeError("this tape is in use: it is released when its "
+                            "'with' block ends")
         self.flush()
         n = self.nflushed
         self._frozen = list(ffi.unpack(self._c.grad, n)) if n else []
         self.closed = True
         self.nodes = []
+        self.buf = bytearray()
         self.imports = {}
         self.parent = None
         self._c = None
@@ -377,35 +434,27 @@ _CONST_OPS = {_core.OPS[k] for k in ("ADDC", "MULC", "DIVC", "RSUBC", "RDIVC",
 def current_tape():
     """The tape this thread records on (the innermost explicit one, else the
     thread's own, created on first use)."""
-    t = _thread_tape.get()
-    if t is None or t.tid != get_ident():
-        t = Tape()
-        _thread_tape.set(t)
-        r = _recording.get()
-        if r is None or (r is not NO_GRAD and r.tid != get_ident()):
-            _recording.set(t)
-    return t
+    return state.refresh()
 
 
 def recording_tape():
     """The tape operations record on now, or NO_GRAD."""
-    t = _recording.get()
-    if t is None or (t is not NO_GRAD and t.tid != get_ident()):
-        current_tape()
-        t = _recording.get()
-    return t
+    if state.rec is None:
+        state.refresh()
+    return state.rec
 
 
 class no_grad:
     """``with ad.no_grad():`` computes without recording."""
 
     def __enter__(self):
-        current_tape()
-        self._token = _recording.set(NO_GRAD)
+        state.no_grad += 1
+        state.refresh()
         return self
 
     def __exit__(self, *exc):
-        _recording.reset(self._token)
+        state.no_grad -= 1
+        state.refresh()
         return False
 
 
@@ -414,11 +463,11 @@ class detect_anomaly:
     produces a NaN or infinity raises FloatingPointError naming it."""
 
     def __enter__(self):
-        self._token = _anomaly.set(_anomaly.get() + 1)
+        state.anomaly += 1
         current_tape()._update_limit()
         return self
 
     def __exit__(self, *exc):
-        _anomaly.reset(self._token)
+        state.anomaly -= 1
         current_tape()._update_limit()
         return False

@@ -14,13 +14,12 @@ Math errors are raised by the Python arithmetic itself (``1.0 / 0.0``,
 """
 import math
 import numbers
-from _thread import get_ident
 
 import numpy as np
 
 from . import _core
-from .tape import (DETACHED, NO_GRAD, RECORD_STEPS, _pack, current_tape,
-                   record_into, recording, recording_tape)
+from .tape import (DETACHED, NO_GRAD, RECORD_STEPS, _pack_into, current_tape,
+                   record_into, recording_tape, state)
 from ._core import TapeError
 
 OPS = _core.OPS
@@ -108,7 +107,7 @@ CONST_INT = f"({_core.FLAG_IMM_INT} if c.__class__ is int else 0)"
 
 def _binary_source(name, vv_op, vc_op, cexpr, exprs, fuse, typed):
     src = f"def {name}(self, other):\n"
-    src += "    t = recording()\n    if self._t is t:\n        x = self._d\n"
+    src += "    t = _state.rec\n    if self._t is t:\n        x = self._d\n"
     if vv_op:
         src += ("        if other.__class__ is _cls and other._t is t:\n"
                 "            y = other._d\n"
@@ -127,7 +126,7 @@ def _binary_source(name, vv_op, vc_op, cexpr, exprs, fuse, typed):
 
 def _unary_source(name, op, exprs, typed):
     return (f"def {name}(self):\n"
-            "    t = recording()\n    if self._t is t:\n        x = self._d\n"
+            "    t = _state.rec\n    if self._t is t:\n        x = self._d\n"
             f"        d = {exprs[op]}\n"
             + _record(op, "self._i", "-1", "0.0", VALUE_INT if typed else "0", 8)
             + f"    return _slow_unary(self, {name!r})\n")
@@ -140,8 +139,8 @@ def install_operators(cls, expr_overrides=()):
     defines itself are kept."""
     exprs = dict(EXPR, **dict(expr_overrides))
     scope = {
-        "_cls": cls, "_new": object.__new__, "_pack": _pack,
-        "recording": recording, "_slow_binary": _slow_binary,
+        "_cls": cls, "_new": object.__new__, "_pack_into": _pack_into,
+        "_state": state, "_slow_binary": _slow_binary,
         "_slow_unary": _slow_unary, "_pow": _pow, "_sigmoid": _sigmoid,
         "_tanh": math.tanh, "_exp": math.exp, "_log": math.log,
         "_sin": math.sin, "_cos": math.cos, "_sqrt": math.sqrt,
@@ -175,7 +174,10 @@ def _operand(v, t):
     """v as an operand on tape t: a Value recorded there, or a plain number
     (a Value computed under no_grad, or anything while t is NO_GRAD)."""
     if isinstance(v, Value):
-        if v._t is DETACHED or t is NO_GRAD:
+        if v._t is DETACHED:
+            return v._d
+        if t is NO_GRAD:
+            v._t._check_open()      # released or foreign tapes still raise
             return v._d
         return t.adopt(v)
     return _number(v)
@@ -252,8 +254,8 @@ class Value:
 
     def __init__(self, data, _children=(), _op="", label=""):
         d = self._coerce(data)
-        t = recording()
-        if t is None or t is NO_GRAD or t.tid != get_ident():
+        t = state.rec
+        if t is None or t is NO_GRAD:
             t = current_tape()    # leaves are inputs: recorded under no_grad too
         record_into(t, self, OPS["LEAF"], -1, -1, d, d, self._int_flags(d, None))
         if label:
@@ -287,7 +289,7 @@ class Value:
         d = self._coerce(value)
         self._d = d
         if self._t is not DETACHED and not self._t.closed:
-            self._t.set_value(self._i, d)
+            self._t.set_value(self._i, d, self._typed_ints and d.__class__ is int)
 
     @property
     def grad(self):
@@ -371,6 +373,20 @@ class Value:
         return NotImplemented if o is None else self._d >= o
 
     __hash__ = object.__hash__
+
+    # A copy would share this Value's tape entry without the tape knowing;
+    # copy.copy gives the Value itself, deepcopy and pickle a new leaf with
+    # the same data (gradient history does not travel).
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        new = type(self)(self._d)
+        memo[id(self)] = new
+        return new
+
+    def __reduce__(self):
+        return type(self), (self._d,)
 
     def __repr__(self):
         return f"Value(data={self._d}, grad={self.grad})"

@@ -1,0 +1,204 @@
+"""Edge cases of recording and tape bookkeeping: interrupted operations,
+assigned data, contexts and threads, copies, out-of-order blocks."""
+import asyncio
+import contextvars
+import copy
+import pickle
+import sys
+import threading
+
+import pytest
+
+import pyautodiff as ad
+from pyautodiff.micrograd.engine import Value as MValue
+
+
+def _interrupt_record_at(line):
+    """Run ad.Value(5.0) with a KeyboardInterrupt raised when the recording
+    code reaches `line` of record_into, as Ctrl-C between bytecodes would."""
+    def tracer(frame, event, arg):
+        if frame.f_code.co_name != "record_into":
+            return None
+
+        def local(frame, event, arg):
+            if event == "line" and frame.f_lineno - frame.f_code.co_firstlineno == line:
+                raise KeyboardInterrupt
+            return local
+        return local
+
+    sys.settrace(tracer)
+    try:
+        ad.Value(5.0)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        sys.settrace(None)
+
+
+@pytest.mark.parametrize("line", range(1, 9))
+def test_an_interrupted_operation_leaves_the_tape_consistent(line):
+    with ad.Tape() as t:
+        a = ad.Value(2.0)
+        _interrupt_record_at(line)
+        b = ad.Value(3.0)
+        f = a * b + b
+        f.backward()
+        assert (f.data, a.grad, b.grad) == (9.0, 3.0, 3.0)
+        t.flush()
+        assert t.nflushed == len(t.nodes) == t._c.n
+        t.compact()
+        assert (a.grad, b.grad) == (3.0, 3.0)
+
+
+def test_assigning_data_of_a_fused_op_keeps_its_constant():
+    x = ad.Value(2.0)
+    y = x * 3
+    y.data = 10.0
+    y.backward()
+    assert x.grad == 3.0
+    a = MValue(2.0)
+    b = a ** 3
+    b.data = 5.0
+    assert b._op == "**3"
+    b.backward()
+    assert a.grad == 12.0
+
+
+def test_micrograd_grads_follow_the_type_of_assigned_data():
+    w2, x, w1 = MValue(1), MValue(2), MValue(3)
+    w2.data = 0.7                      # an SGD step made the int weight a float
+    h = w1 * x
+    y = w2 * h
+    y.backward()
+    assert h.grad == 0.7 and w1.grad == pytest.approx(1.4)
+    assert repr(w2) == "Value(data=0.7, grad=6)"
+
+
+def test_contexts_copied_into_other_threads_do_not_share_the_tape():
+    x = ad.Value(2.0)
+    box = {}
+
+    def work():
+        try:
+            box["y"] = x * 3.0
+        except ad.TapeError as exc:
+            box["error"] = exc
+
+    ctx = contextvars.copy_context()
+    th = threading.Thread(target=ctx.run, args=(work,))
+    th.start()
+    th.join()
+    assert "error" in box and "thread" in str(box["error"])
+
+    async def in_thread():
+        return await asyncio.to_thread(lambda: ad.current_tape())
+
+    assert asyncio.run(in_thread()) is not ad.current_tape()
+
+
+def test_values_made_in_an_asyncio_task_are_usable_after_it():
+    async def make():
+        return ad.Value(2.0), ad.Value(1.0)
+
+    w, b = asyncio.run(make())
+    y = w * 3.0 + b
+    y.backward()
+    assert (w.grad, b.grad) == (3.0, 1.0)
+
+
+def test_blocks_ending_out_of_order_leave_the_thread_usable():
+    outer_tape = ad.current_tape()
+
+    def gen():
+        with ad.Tape():
+            yield ad.Value(1.0)
+
+    g = gen()
+    inner_value = next(g)
+    with ad.Tape() as t2:
+        g.close()                       # the generator's tape ends inside t2
+        assert ad.current_tape() is t2
+        z = ad.Value(4.0) * 2.0
+        z.backward()
+    assert ad.current_tape() is outer_tape
+    w = ad.Value(3.0)
+    (w * w).backward()
+    assert w.grad == 6.0
+    with pytest.raises(ad.TapeError):
+        inner_value * 2.0
+
+
+def test_release_inside_the_block_is_refused():
+    with ad.Tape() as t:
+        with pytest.raises(ad.TapeError):
+            t.release()
+        x = ad.Value(1.0)
+        (x * 2.0).backward()
+    assert x.grad == 2.0
+
+
+def test_copies_do_not_alias_tape_entries():
+    p = ad.Value(11.0)
+    assert copy.copy(p) is p
+    q = copy.deepcopy(p)
+    assert q is not p and q.data == 11.0
+    r = pickle.loads(pickle.dumps(p))
+    assert r.data == 11.0
+    (q * 3.0).backward()
+    assert q.grad == 3.0 and p.grad == 0.0 and r.grad == 0.0
+    from pyautodiff.micrograd.nn import MLP
+    model = pickle.loads(pickle.dumps(MLP(2, [3, 1])))
+    assert len(model.parameters()) == 13
+
+
+def test_micrograd_values_used_in_an_explicit_tape_are_not_double_counted():
+    w = MValue(3.0)
+    with ad.Tape():
+        y = w * 2.0
+        y.backward()
+        y.backward()
+    assert w.grad == 4.0 and isinstance(w.grad, float)
+
+
+def test_compaction_gives_memory_back():
+    def big():
+        x = ad.Value(1.0)
+        for _ in range(300_000):
+            x = x * 1.0
+        return x
+
+    box = {}
+
+    def work():
+        tape = ad.current_tape()
+        big().backward()
+        peak = tape.nbytes
+        tape.compact()               # the big graph is garbage by now
+        box["sizes"] = (peak, tape.nbytes, len(tape))
+
+    th = threading.Thread(target=work)
+    th.start()
+    th.join()
+    peak, after, n = box["sizes"]
+    assert n < 100_000 and after < peak / 2
+
+
+def test_released_tapes_and_reentrant_managers():
+    with ad.Tape() as t:
+        x = ad.Value(1.0)
+    with pytest.raises(ad.TapeError):
+        t.compact()
+    with ad.no_grad():
+        with pytest.raises(ad.TapeError):
+            x * 2.0                     # released: also under no_grad
+    ng = ad.no_grad()
+    with ng:
+        with ng:
+            y = ad.Value(1.0) * 2.0
+    z = ad.Value(1.0) * 2.0
+    assert len(y._prev) == 0 and len(z._prev) == 1
+    anomaly = ad.detect_anomaly()
+    with anomaly:
+        with anomaly:
+            pass
+    assert (ad.Value(1e308) * 10.0).data == float("inf")
