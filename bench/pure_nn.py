@@ -1,69 +1,21 @@
-"""micrograd's nn on the pure-Python engine: same constructors, same order of
-``random.uniform(-1, 1)`` draws (each neuron's weights, then its bias = 0),
-so a seeded model has the same weights on every backend."""
-import random
-
+"""micrograd's nn on the pure-Python engine: pyautodiff.micrograd.nn's
+network code (micrograd's constructors, order of random draws and of
+arithmetic) with the pure engine's Value, so a seeded model has the same
+weights and does the same arithmetic on every backend."""
 from bench.pure_engine import Value
+from pyautodiff.micrograd import nn
 
 
-class Module:
-
-    def zero_grad(self):
-        for p in self.parameters():
-            p.grad = 0
-
-    def parameters(self):
-        return []
+class Neuron(nn.Neuron):
+    value_type = Value
 
 
-class Neuron(Module):
-
-    def __init__(self, nin, nonlin=True):
-        self.w = [Value(random.uniform(-1, 1)) for _ in range(nin)]
-        self.b = Value(0)
-        self.nonlin = nonlin
-
-    def __call__(self, x):
-        act = sum((wi * xi for wi, xi in zip(self.w, x)), self.b)
-        return act.relu() if self.nonlin else act
-
-    def parameters(self):
-        return self.w + [self.b]
-
-    def __repr__(self):
-        return f"{'ReLU' if self.nonlin else 'Linear'}Neuron({len(self.w)})"
+class Layer(nn.Layer):
+    neuron_type = Neuron
 
 
-class Layer(Module):
-
-    def __init__(self, nin, nout, **kwargs):
-        self.neurons = [Neuron(nin, **kwargs) for _ in range(nout)]
-
-    def __call__(self, x):
-        out = [n(x) for n in self.neurons]
-        return out[0] if len(out) == 1 else out
-
-    def parameters(self):
-        return [p for n in self.neurons for p in n.parameters()]
-
-    def __repr__(self):
-        return f"Layer of [{', '.join(str(n) for n in self.neurons)}]"
+class MLP(nn.MLP):
+    layer_type = Layer
 
 
-class MLP(Module):
-
-    def __init__(self, nin, nouts):
-        sz = [nin] + nouts
-        self.layers = [Layer(sz[i], sz[i + 1], nonlin=i != len(nouts) - 1)
-                       for i in range(len(nouts))]
-
-    def __call__(self, x):
-        for layer in self.layers:
-            x = layer(x)
-        return x
-
-    def parameters(self):
-        return [p for layer in self.layers for p in layer.parameters()]
-
-    def __repr__(self):
-        return f"MLP of [{', '.join(str(layer) for layer in self.layers)}]"
+Module = nn.Module

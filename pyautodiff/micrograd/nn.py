@@ -2,7 +2,9 @@
 
 Same constructors, same order of random draws and the same order of
 arithmetic as micrograd, so a seeded model has micrograd's parameters and
-gives micrograd's outputs.
+gives micrograd's outputs.  The scalar type is a class attribute
+(``Neuron.value_type``, ``Layer.neuron_type``, ``MLP.layer_type``), so the
+same network code runs on another engine by subclassing.
 """
 import random
 
@@ -22,9 +24,11 @@ class Module:
 class Neuron(Module):
     """Weighted sum of the inputs plus a bias, then ReLU unless nonlin=False."""
 
+    value_type = Value
+
     def __init__(self, nin, nonlin=True):
-        self.w = [Value(random.uniform(-1, 1)) for _ in range(nin)]
-        self.b = Value(0)
+        self.w = [self.value_type(random.uniform(-1, 1)) for _ in range(nin)]
+        self.b = self.value_type(0)
         self.nonlin = nonlin
 
     def __call__(self, x):
@@ -43,8 +47,10 @@ class Neuron(Module):
 class Layer(Module):
     """nout neurons over the same inputs; one output comes back unwrapped."""
 
+    neuron_type = Neuron
+
     def __init__(self, nin, nout, **kwargs):
-        self.neurons = [Neuron(nin, **kwargs) for _ in range(nout)]
+        self.neurons = [self.neuron_type(nin, **kwargs) for _ in range(nout)]
 
     def __call__(self, x):
         outs = [neuron(x) for neuron in self.neurons]
@@ -60,10 +66,12 @@ class Layer(Module):
 class MLP(Module):
     """Layers of sizes nin -> nouts[0] -> ... ; the last one is linear."""
 
+    layer_type = Layer
+
     def __init__(self, nin, nouts):
         sizes = [nin] + list(nouts)
         last = len(nouts) - 1
-        self.layers = [Layer(sizes[i], sizes[i + 1], nonlin=i != last)
+        self.layers = [self.layer_type(sizes[i], sizes[i + 1], nonlin=i != last)
                        for i in range(len(nouts))]
 
     def __call__(self, x):
