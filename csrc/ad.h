@@ -108,6 +108,8 @@ typedef struct ad_tape {
     double *adj;        /* scratch adjoint of one reverse sweep    */
     double *grad;       /* accumulated gradient                    */
     uint8_t *flags;     /* enum ad_flag bits                       */
+    int64_t max_entries; /* AD_MAX_ENTRIES; lower it to test the limit */
+    int64_t max_bytes;  /* allocation cap (fault injection), -1: none */
     int64_t err_index;  /* entry an error refers to, -1 if none    */
     char errmsg[160];
 } ad_tape;

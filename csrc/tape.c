@@ -6,6 +6,9 @@
 
 #include "internal.h"
 
+/* op, a, b, aux; imm, val, adj, grad; flags */
+#define BYTES_PER_ENTRY ((int64_t)(4 * sizeof(int32_t) + 4 * sizeof(double) + 1))
+
 int ad_fail(ad_tape *t, int status, int64_t index, const char *fmt, ...)
 {
     va_list ap;
@@ -19,8 +22,11 @@ int ad_fail(ad_tape *t, int status, int64_t index, const char *fmt, ...)
 ad_tape *ad_tape_new(void)
 {
     ad_tape *t = calloc(1, sizeof *t);
-    if (t)
+    if (t) {
         t->err_index = -1;
+        t->max_entries = AD_MAX_ENTRIES;
+        t->max_bytes = -1;
+    }
     return t;
 }
 
@@ -56,14 +62,17 @@ int ad_tape_reserve(ad_tape *t, int64_t cap)
 {
     if (cap <= t->cap)
         return AD_OK;
-    if (cap > AD_MAX_ENTRIES)
-        return ad_fail(t, AD_ERANGE, -1,
-                       "tape is full: more than %d entries", AD_MAX_ENTRIES);
+    if (cap > t->max_entries)
+        return ad_fail(t, AD_ERANGE, -1, "tape is full: more than %lld "
+                       "entries", (long long)t->max_entries);
     int64_t want = t->cap ? t->cap : 1024;
     while (want < cap)
         want *= 2;
-    if (want > AD_MAX_ENTRIES)
-        want = AD_MAX_ENTRIES;
+    if (want > t->max_entries)
+        want = t->max_entries;
+    if (t->max_bytes >= 0 && want * BYTES_PER_ENTRY > t->max_bytes)
+        return ad_fail(t, AD_ENOMEM, -1, "out of memory growing the tape to "
+                       "%lld entries (allocation cap)", (long long)want);
     if (!grow((void **)&t->op, want, sizeof *t->op) ||
         !grow((void **)&t->a, want, sizeof *t->a) ||
         !grow((void **)&t->b, want, sizeof *t->b) ||
@@ -86,9 +95,9 @@ int ad_tape_append(ad_tape *t, const ad_record *recs, int64_t count)
 {
     if (count < 0)
         return ad_fail(t, AD_EINVAL, -1, "negative record count");
-    if (count > AD_MAX_ENTRIES - t->n)
-        return ad_fail(t, AD_ERANGE, -1,
-                       "tape is full: more than %d entries", AD_MAX_ENTRIES);
+    if (count > t->max_entries - t->n)
+        return ad_fail(t, AD_ERANGE, -1, "tape is full: more than %lld "
+                       "entries", (long long)t->max_entries);
     for (int64_t k = 0; k < count; ++k) {
         const ad_record *r = &recs[k];
         int64_t i = t->n + k;
@@ -198,6 +207,5 @@ int ad_tape_compact(ad_tape *t, int64_t n, const uint8_t *keep,
 
 int64_t ad_tape_nbytes(const ad_tape *t)
 {
-    int64_t per_entry = 4 * sizeof(int32_t) + 4 * sizeof(double) + 1;
-    return (int64_t)sizeof *t + t->cap * per_entry;
+    return (int64_t)sizeof *t + t->cap * BYTES_PER_ENTRY;
 }

@@ -157,7 +157,7 @@ class Tape:
             # at the latest, the last record that still fits in buf
             self.limit = min(len(self.nodes) + SPILL_EVERY,
                              (len(self.buf) >> RECORD_SHIFT) - 1,
-                             _core.MAX_ENTRIES)
+                             self._c.max_entries - 1)
 
     def spill(self, out=None):
         """Called by the recording path at `limit`: anomaly checks, flushing
@@ -173,8 +173,12 @@ class Tape:
         elif len(self.nodes) - self.nflushed >= SPILL_EVERY:
             self.flush()
         self._reserve(len(self.nodes) + SPILL_EVERY)
-        if len(self.nodes) >= _core.MAX_ENTRIES:
-            raise MemoryError(f"tape is full: {_core.MAX_ENTRIES} entries")
+        if len(self.nodes) > self._c.max_entries:
+            # operand indices are int32: refuse the entry, keep the rest
+            self.nodes.pop()
+            raise TapeError(f"tape is full: {self._c.max_entries} entries "
+                            "(operand indices are 32-bit); run each step in "
+                            "'with ad.Tape():' or drop references to old graphs")
         self._update_limit()
 
     def record(self, cls, op, a, b, imm, d, flags=0):

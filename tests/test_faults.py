@@ -1,0 +1,75 @@
+"""Faults injected into the C core: a full tape, allocation failure, and a
+long sweep running while other threads go on."""
+import threading
+import time
+
+import pytest
+
+import pyautodiff as ad
+
+
+def test_a_full_tape_refuses_the_entry_and_stays_usable():
+    with ad.Tape() as t:
+        t._c.max_entries = 1000          # stands in for the 2**31 limit
+        t._update_limit()
+        x = ad.Value(1.5)
+        y = x
+        with pytest.raises(ad.TapeError, match="tape is full: 1000 entries"):
+            for _ in range(2000):
+                y = y * 1.001
+        assert len(t) == 1000
+        y.backward()
+        assert x.grad == pytest.approx(1.001 ** 999, rel=1e-12)
+        with pytest.raises(ad.TapeError):
+            y * 2.0
+
+
+def test_allocation_failure_is_a_memory_error_and_the_tape_survives():
+    with ad.Tape() as t:
+        x = ad.Value(2.0)
+        t.flush()
+        t._c.max_bytes = 1                # no room to grow
+        ys = [x * float(k) for k in range(5000)]
+        with pytest.raises(MemoryError, match="allocation cap"):
+            ys[-1].backward()
+        with pytest.raises(MemoryError):
+            t.flush()
+        assert t.nflushed == 1            # nothing half-appended
+        t._c.max_bytes = -1               # memory is back
+        ys[-1].backward()
+        assert x.grad == 4999.0
+        (ys[10] + ys[20]).backward()
+        assert x.grad == 4999.0 + 30.0
+
+
+def test_other_threads_run_during_a_long_sweep():
+    # cffi releases the GIL around every C call: a long backward in one
+    # thread does not stop the others
+    x = ad.Value(1.0)
+    y = x
+    for _ in range(1_000_000):
+        y = y * 1.0
+    y._t.flush()
+    ticks = []
+    done = threading.Event()
+
+    def ticker():
+        while not done.is_set():
+            ticks.append(time.perf_counter())
+            time.sleep(0)
+
+    th = threading.Thread(target=ticker)
+    th.start()
+    try:
+        time.sleep(0.05)
+        best = 0
+        for _ in range(5):
+            t0 = time.perf_counter()
+            y.backward()
+            t1 = time.perf_counter()
+            best = max(best, sum(t0 < t < t1 for t in ticks))
+    finally:
+        done.set()
+        th.join()
+    assert x.grad == 5.0
+    assert best > 0, "no other thread ran while the sweep was in C"
