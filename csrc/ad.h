@@ -18,8 +18,11 @@
  * The arrays are a struct of arrays so each sweep streams through memory.
  * `adj` is scratch for one reverse sweep; `grad` accumulates across sweeps
  * (what the user reads as `.grad`).  `aux` gives an entry a block of values
- * instead of one double: array entries index a side table through it, so
- * scalars and arrays can share one tape.  Scalar entries keep aux = -1.
+ * instead of one double: an array entry's aux indexes `blk`, whose block
+ * holds its values, adjoints, gradient and shape, so scalars and arrays
+ * share one tape and one set of ops (an elementwise op on array operands
+ * broadcasts them as NumPy does; a scalar operand is a 0-d array).  Scalar
+ * entries keep aux = -1.
  *
  * This file is also read by cffi (csrc/build_ffi.py) to declare the API to
  * Python, so it holds only declarations cffi understands; the preprocessor
@@ -56,6 +59,8 @@ enum ad_op {
     AD_SIN,     /* a       v = sin(a)            ga += cos(a)*g                */
     AD_COS,     /* a       v = cos(a)            ga -= sin(a)*g                */
     AD_SQRT,    /* a       v = sqrt(a)           ga += g/(2*v)                 */
+    AD_SUM,     /* a       v = sum(a over the dims v has as 1) / c   ga += g/c */
+    AD_RESHAPE, /* a       v = a in another shape (same elements)  ga += g    */
     AD_NUM_OPS
 };
 
@@ -96,6 +101,21 @@ typedef struct ad_record {
     double val;
 } ad_record;
 
+/* Most dimensions of an array entry. */
+#define AD_MAXDIM 16
+
+/* The block of an array entry.  Its values belong to the Python Array (the
+ * tape's node list keeps it alive); adjoints and gradient are allocated here
+ * when a sweep first needs them.                                           */
+typedef struct ad_block {
+    double *val;
+    double *adj;
+    double *grad;
+    int64_t size;
+    int32_t ndim;
+    int64_t shape[AD_MAXDIM];
+} ad_block;
+
 typedef struct ad_tape {
     int64_t n;          /* entries in use                          */
     int64_t cap;        /* entries allocated                       */
@@ -108,6 +128,9 @@ typedef struct ad_tape {
     double *adj;        /* scratch adjoint of one reverse sweep    */
     double *grad;       /* accumulated gradient                    */
     uint8_t *flags;     /* enum ad_flag bits                       */
+    ad_block *blk;      /* blocks of array entries, by aux         */
+    int64_t nblk;       /* blocks in use                           */
+    int64_t blk_cap;    /* blocks allocated                        */
     int64_t max_entries; /* AD_MAX_ENTRIES; lower it to test the limit */
     int64_t max_bytes;  /* allocation cap (fault injection), -1: none */
     int64_t err_index;  /* entry an error refers to, -1 if none    */
@@ -129,6 +152,11 @@ void ad_tape_truncate(ad_tape *t, int64_t n);
 int ad_tape_compact(ad_tape *t, int64_t n, const uint8_t *keep,
                     int64_t *newidx);
 int64_t ad_tape_nbytes(const ad_tape *t);
+
+int ad_array_append(ad_tape *t, int op, int64_t a, int64_t b, double imm,
+                    double *val, int32_t ndim, const int64_t *shape);
+double *ad_array_grad(ad_tape *t, int64_t i);
+int ad_array_zero_grad(ad_tape *t, int64_t i);
 
 int ad_forward(ad_tape *t, int64_t lo, int64_t hi, int check);
 int ad_backward(ad_tape *t, int64_t nseeds, const int64_t *idx,

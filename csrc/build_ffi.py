@@ -12,7 +12,7 @@ from cffi import FFI
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-SOURCES = ["tape.c", "opinfo.c", "forward.c", "reverse.c"]
+SOURCES = ["tape.c", "opinfo.c", "blocks.c", "forward.c", "reverse.c"]
 
 
 def package_version():

@@ -1,12 +1,96 @@
 /* forward.c -- the forward sweep: recompute every value from the leaves.
  *
- * Used to replay a recorded tape at new inputs (the leaves' imm) without
- * Python.  Each case computes exactly what the Python recording path
- * computes, so a replay at the recorded inputs reproduces the recorded values
- * bit for bit.                                                             */
+ * Used to replay a recorded tape at new inputs (the leaves' imm, and the
+ * values of leaf arrays) without Python, and to compute an array entry when
+ * it is recorded.  A scalar case computes exactly what the Python recording
+ * path computes, so a replay at the recorded inputs reproduces the recorded
+ * values bit for bit.  The expressions are rules.h's, written once.        */
 #include <math.h>
 
 #include "internal.h"
+#include "rules.h"
+
+/* Entry i when it is an array: its elements, operands broadcast. */
+static int forward_array(ad_tape *t, int64_t i)
+{
+    ad_view o = ad_entry_view(t, i, 0);
+    int op = t->op[i];
+    if (op == AD_LEAF)
+        return AD_OK;
+    ad_view a = ad_entry_view(t, t->a[i], 0);
+    ad_view b = t->b[i] >= 0 ? ad_entry_view(t, t->b[i], 0) : a;
+    const double c = t->imm[i];
+    ad_iter it;
+    if (op == AD_SUM) {
+        /* over the operand's elements; the output is the broadcast side */
+        int64_t size = t->blk[t->aux[i]].size;
+        for (int64_t k = 0; k < size; ++k)
+            o.val[k] = 0.0;
+        ad_iter_init(&it, a.ndim, a.shape, &o, &a, 0);
+        AD_ITERATE(&it, o.val[ko] += a.val[ka]);
+        for (int64_t k = 0; k < size; ++k)
+            o.val[k] /= c;
+        return AD_OK;
+    }
+    if (op == AD_RESHAPE) {
+        int64_t size = t->blk[t->aux[i]].size;
+        for (int64_t k = 0; k < size; ++k)
+            o.val[k] = a.val[k];
+        return AD_OK;
+    }
+    ad_iter_init(&it, o.ndim, o.shape, &o, &a, &b);
+    switch ((enum ad_op)op) {
+#define ARRAY_CASE(OP, EXPR)                                                 \
+    case OP:                                                                 \
+        AD_ITERATE(&it, {                                                    \
+            double x = a.val[ka], y = b.val[kb];                             \
+            (void)x; (void)y; (void)c;                                       \
+            o.val[ko] = (EXPR);                                              \
+        });                                                                  \
+        break;
+    AD_FORWARD_RULES(ARRAY_CASE)
+#undef ARRAY_CASE
+    case AD_LEAF: case AD_SUM: case AD_RESHAPE: case AD_NUM_OPS:
+        break;
+    }
+    return AD_OK;
+}
+
+int ad_forward_entry(ad_tape *t, int64_t i, int check)
+{
+    if (t->aux[i] >= 0) {
+        int status = forward_array(t, i);
+        if (status != AD_OK || !check)
+            return status;
+        ad_block *bk = &t->blk[t->aux[i]];
+        for (int64_t k = 0; k < bk->size; ++k)
+            if (!isfinite(bk->val[k]))
+                return ad_fail(t, AD_ENONFINITE, i, "%s at tape index %lld "
+                               "produced %s", ad_op_name(t->op[i]),
+                               (long long)i, isnan(bk->val[k]) ? "nan" : "inf");
+        return AD_OK;
+    }
+    double *v = t->val;
+    double x = t->a[i] >= 0 ? v[t->a[i]] : 0.0;
+    double y = t->b[i] >= 0 ? v[t->b[i]] : 0.0;
+    double c = t->imm[i];
+    switch ((enum ad_op)t->op[i]) {
+#define SCALAR_CASE(OP, EXPR) case OP: v[i] = (EXPR); break;
+    AD_FORWARD_RULES(SCALAR_CASE)
+#undef SCALAR_CASE
+    case AD_LEAF: v[i] = c; break;
+    case AD_SUM:  v[i] = x / c; break;   /* the sum of one scalar */
+    case AD_RESHAPE: v[i] = x; break;
+    case AD_NUM_OPS:
+        return ad_fail(t, AD_EINVAL, i, "bad op at %lld", (long long)i);
+    }
+    AD_TRACE_STEP("fwd", t, i, 0.0);
+    if (check && !isfinite(v[i]))
+        return ad_fail(t, AD_ENONFINITE, i, "%s at tape index %lld "
+                       "produced %s", ad_op_name(t->op[i]), (long long)i,
+                       isnan(v[i]) ? "nan" : "inf");
+    return AD_OK;
+}
 
 int ad_forward(ad_tape *t, int64_t lo, int64_t hi, int check)
 {
@@ -14,45 +98,10 @@ int ad_forward(ad_tape *t, int64_t lo, int64_t hi, int check)
         return ad_fail(t, AD_ERANGE, -1, "forward sweep over [%lld, %lld) "
                        "outside the tape's %lld entries", (long long)lo,
                        (long long)hi, (long long)t->n);
-    const int32_t *A = t->a, *B = t->b;
-    const double *imm = t->imm;
-    double *v = t->val;
     for (int64_t i = lo; i < hi; ++i) {
-        double x = A[i] >= 0 ? v[A[i]] : 0.0;
-        double y = B[i] >= 0 ? v[B[i]] : 0.0;
-        double c = imm[i];
-        switch ((enum ad_op)t->op[i]) {
-        case AD_LEAF:    v[i] = c; break;
-        case AD_ADD:     v[i] = x + y; break;
-        case AD_SUB:     v[i] = x - y; break;
-        case AD_MUL:     v[i] = x * y; break;
-        case AD_DIV:     v[i] = x / y; break;
-        case AD_POW:     v[i] = pow(x, y); break;
-        case AD_ADDC:    v[i] = x + c; break;
-        case AD_MULC:    v[i] = x * c; break;
-        case AD_DIVC:    v[i] = x / c; break;
-        case AD_RSUBC:   v[i] = c - x; break;
-        case AD_RDIVC:   v[i] = c / x; break;
-        case AD_POWC:    v[i] = pow(x, c); break;
-        case AD_RPOWC:   v[i] = pow(c, x); break;
-        case AD_NEG:     v[i] = -x; break;
-        case AD_ABS:     v[i] = fabs(x); break;
-        case AD_RELU:    v[i] = x < 0 ? 0.0 : x; break;
-        case AD_TANH:    v[i] = tanh(x); break;
-        case AD_EXP:     v[i] = exp(x); break;
-        case AD_LOG:     v[i] = log(x); break;
-        case AD_SIGMOID: v[i] = ad_sigmoid(x); break;
-        case AD_SIN:     v[i] = sin(x); break;
-        case AD_COS:     v[i] = cos(x); break;
-        case AD_SQRT:    v[i] = sqrt(x); break;
-        case AD_NUM_OPS: return ad_fail(t, AD_EINVAL, i, "bad op at %lld",
-                                        (long long)i);
-        }
-        AD_TRACE_STEP("fwd", t, i, 0.0);
-        if (check && !isfinite(v[i]))
-            return ad_fail(t, AD_ENONFINITE, i, "%s at tape index %lld "
-                           "produced %s", ad_op_name(t->op[i]), (long long)i,
-                           isnan(v[i]) ? "nan" : "inf");
+        int status = ad_forward_entry(t, i, check);
+        if (status != AD_OK)
+            return status;
     }
     return AD_OK;
 }

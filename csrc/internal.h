@@ -37,4 +37,54 @@ static inline double ad_sigmoid(double x)
     return e / (1.0 + e);
 }
 
+/* Broadcast iteration over an array entry's elements.  The loop runs over
+ * `shape` (the output's shape for elementwise ops, the operand's for a
+ * reduction) with three running offsets: into the output (ko) and into the
+ * operands (ka, kb).  A stride of 0 repeats an element along a dimension:
+ * that is broadcasting, and for a reduction's output, accumulation.        */
+typedef struct ad_iter {
+    int nd;
+    int64_t size;
+    int64_t shape[AD_MAXDIM];
+    int64_t so[AD_MAXDIM], sa[AD_MAXDIM], sb[AD_MAXDIM];
+} ad_iter;
+
+/* An entry's values and adjoints as an array: a scalar entry is 0-d. */
+typedef struct ad_view {
+    double *val;
+    double *adj;
+    int32_t ndim;
+    const int64_t *shape;
+} ad_view;
+
+ad_view ad_entry_view(ad_tape *t, int64_t j, double *scalar_adj);
+void ad_iter_init(ad_iter *it, int nd, const int64_t *shape,
+                  const ad_view *o, const ad_view *a, const ad_view *b);
+
+/* The body (the macro's last argument) runs once per element with ko, ka,
+ * kb set; it must not `continue`. */
+#define AD_ITERATE(it, ...)                                                  \
+    do {                                                                     \
+        int64_t idx_[AD_MAXDIM] = {0};                                       \
+        int64_t ko = 0, ka = 0, kb = 0;                                      \
+        for (int64_t n_ = 0; n_ < (it)->size; ++n_) {                        \
+            __VA_ARGS__;                                                     \
+            for (int d_ = (it)->nd - 1; d_ >= 0; --d_) {                     \
+                if (++idx_[d_] < (it)->shape[d_]) {                          \
+                    ko += (it)->so[d_]; ka += (it)->sa[d_];                  \
+                    kb += (it)->sb[d_];                                      \
+                    break;                                                   \
+                }                                                            \
+                ko -= (it)->so[d_] * ((it)->shape[d_] - 1);                  \
+                ka -= (it)->sa[d_] * ((it)->shape[d_] - 1);                  \
+                kb -= (it)->sb[d_] * ((it)->shape[d_] - 1);                  \
+                idx_[d_] = 0;                                                \
+            }                                                                \
+        }                                                                    \
+    } while (0)
+
+int ad_forward_entry(ad_tape *t, int64_t i, int check);
+int ad_blocks_prepare(ad_tape *t, int64_t top, int mode);
+int ad_block_prepare(ad_tape *t, int64_t i, int mode);
+
 #endif

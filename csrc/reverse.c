@@ -12,6 +12,7 @@
 #include <math.h>
 
 #include "internal.h"
+#include "rules.h"
 
 /* micrograd's arithmetic keeps a gradient an int while it only ever adds
  * ints: out.grad through +, relu and * by int data, and c * x**(c-1) for
@@ -33,17 +34,83 @@ static int hands_float(const ad_tape *t, int64_t i, int k)
     case AD_LEAF: case AD_SUB: case AD_DIV: case AD_POW: case AD_ADDC:
     case AD_MULC: case AD_DIVC: case AD_RSUBC: case AD_RDIVC: case AD_RPOWC:
     case AD_NEG: case AD_ABS: case AD_TANH: case AD_EXP: case AD_LOG:
-    case AD_SIGMOID: case AD_SIN: case AD_COS: case AD_SQRT: case AD_NUM_OPS:
+    case AD_SIGMOID: case AD_SIN: case AD_COS: case AD_SQRT: case AD_SUM:
+    case AD_RESHAPE: case AD_NUM_OPS:
         return 1;
     }
     return 1;
 }
 
-/* Entry i's derivative rule: add its adjoint g[i], times the local
- * derivatives, into the adjoints of its operands.  The one switch of the
- * reverse sweep; ad_backward runs it down the tape, ad_reverse_step on one
- * entry (micrograd's node._backward()).                                    */
-static int reverse_entry(ad_tape *t, double *g, int64_t i, int mode, int check)
+/* Entry i as an array: the rules once per element, operands broadcast
+ * (a broadcast operand's adjoint collects every element it fed).  g is the
+ * adjoint array of this sweep: adj, or grad in place.                     */
+static int reverse_array(ad_tape *t, double *g, int64_t i, int check)
+{
+    int op = t->op[i];
+    if (op == AD_LEAF)
+        return AD_OK;
+    ad_view o = ad_entry_view(t, i, g);
+    ad_view a = ad_entry_view(t, t->a[i], g);
+    ad_view b = t->b[i] >= 0 ? ad_entry_view(t, t->b[i], g) : a;
+    const double c = t->imm[i];
+    ad_iter it;
+    if (op == AD_SUM) {
+        ad_iter_init(&it, a.ndim, a.shape, &o, &a, 0);
+        AD_ITERATE(&it, a.adj[ka] += o.adj[ko] / c);
+    } else if (op == AD_RESHAPE) {
+        int64_t size = t->blk[t->aux[i]].size;
+        for (int64_t k = 0; k < size; ++k)
+            a.adj[k] += o.adj[k];
+    } else {
+        ad_iter_init(&it, o.ndim, o.shape, &o, &a, &b);
+        switch ((enum ad_op)op) {
+#define GA a.adj[ka]
+#define GB b.adj[kb]
+#define ARRAY_CASE(OP, RULE)                                                 \
+        case OP:                                                             \
+            AD_ITERATE(&it, {                                                \
+                double gk = o.adj[ko];                                       \
+                if (gk != 0.0) {        /* zero adjoints stay zero */        \
+                    double x = a.val[ka], y = b.val[kb], v = o.val[ko];      \
+                    double g = gk;                                           \
+                    (void)x; (void)y; (void)v; (void)c;                      \
+                    RULE;                                                    \
+                }                                                            \
+            });                                                              \
+            break;
+        AD_REVERSE_RULES(ARRAY_CASE)
+#undef ARRAY_CASE
+#undef GA
+#undef GB
+        case AD_LEAF: case AD_SUM: case AD_RESHAPE: case AD_NUM_OPS:
+            break;
+        }
+    }
+    if (check) {
+        ad_view *ops[2] = {&a, t->b[i] >= 0 ? &b : 0};
+        for (int k = 0; k < 2; ++k) {
+            if (!ops[k])
+                continue;
+            int64_t size = 1;
+            for (int d = 0; d < ops[k]->ndim; ++d)
+                size *= ops[k]->shape[d];
+            for (int64_t e = 0; e < size; ++e)
+                if (!isfinite(ops[k]->adj[e]))
+                    return ad_fail(t, AD_ENONFINITE, i, "backward of %s at "
+                                   "tape index %lld produced %s",
+                                   ad_op_name(op), (long long)i,
+                                   isnan(ops[k]->adj[e]) ? "nan" : "inf");
+        }
+    }
+    return AD_OK;
+}
+
+/* Entry i's derivative rules (rules.h): add its adjoint g[i], times the
+ * local derivatives, into the adjoints of its operands.  ad_backward runs
+ * this down the tape, ad_reverse_step on one entry (micrograd's
+ * node._backward()).                                                       */
+static int reverse_entry(ad_tape *t, double *adj, int64_t i, int mode,
+                         int check)
 {
     int32_t a = t->a[i], b = t->b[i];
     if (mode == AD_SWEEP_INPLACE) {
@@ -53,49 +120,35 @@ static int reverse_entry(ad_tape *t, double *g, int64_t i, int mode, int check)
         if (b >= 0 && hands_float(t, i, 1))
             t->flags[b] |= AD_FLAG_GRAD_FLOAT;
     }
-    double gi = g[i];
-    AD_TRACE_STEP("rev", t, i, gi);
-    if (gi == 0.0)
+    if (t->aux[i] >= 0)
+        return reverse_array(t, adj, i, check);
+    const double g = adj[i];
+    AD_TRACE_STEP("rev", t, i, g);
+    if (g == 0.0)
         return AD_OK;
-    const double *v = t->val;
-    double x = a >= 0 ? v[a] : 0.0, y = b >= 0 ? v[b] : 0.0;
-    double vi = v[i], c = t->imm[i];
+    const double *val = t->val;
+    const double x = a >= 0 ? val[a] : 0.0, y = b >= 0 ? val[b] : 0.0;
+    const double v = val[i], c = t->imm[i];
+    (void)x; (void)y; (void)v; (void)c;
     switch ((enum ad_op)t->op[i]) {
+#define GA adj[a]
+#define GB adj[b]
+#define SCALAR_CASE(OP, RULE) case OP: RULE; break;
+    AD_REVERSE_RULES(SCALAR_CASE)
+#undef SCALAR_CASE
+#undef GA
+#undef GB
     case AD_LEAF:    break;
-    case AD_ADD:     g[a] += gi; g[b] += gi; break;
-    case AD_SUB:     g[a] += gi; g[b] -= gi; break;
-    case AD_MUL:     g[a] += y * gi; g[b] += x * gi; break;
-    case AD_DIV:     g[a] += gi / y; g[b] -= gi * vi / y; break;
-    case AD_POW:
-        /* d/dx is 0 for exponent 0 and d/dy is 0 where x**y is 0, as the
-         * limits say, rather than 0*inf. */
-        g[a] += (y == 0.0 ? 0.0 : y * pow(x, y - 1.0)) * gi;
-        g[b] += (vi == 0.0 ? 0.0 : vi * log(x)) * gi;
-        break;
-    case AD_ADDC:    g[a] += gi; break;
-    case AD_MULC:    g[a] += c * gi; break;
-    case AD_DIVC:    g[a] += gi / c; break;
-    case AD_RSUBC:   g[a] -= gi; break;
-    case AD_RDIVC:   g[a] -= gi * vi / x; break;
-    case AD_POWC:    g[a] += (c == 0.0 ? 0.0 : c * pow(x, c - 1.0)) * gi; break;
-    case AD_RPOWC:   g[a] += (vi == 0.0 ? 0.0 : vi * log(c)) * gi; break;
-    case AD_NEG:     g[a] -= gi; break;
-    case AD_ABS:     g[a] += x > 0 ? gi : x < 0 ? -gi : 0.0; break;
-    case AD_RELU:    g[a] += (vi > 0) * gi; break;
-    case AD_TANH:    g[a] += (1.0 - vi * vi) * gi; break;
-    case AD_EXP:     g[a] += vi * gi; break;
-    case AD_LOG:     g[a] += gi / x; break;
-    case AD_SIGMOID: g[a] += vi * (1.0 - vi) * gi; break;
-    case AD_SIN:     g[a] += cos(x) * gi; break;
-    case AD_COS:     g[a] -= sin(x) * gi; break;
-    case AD_SQRT:    g[a] += gi / (2.0 * vi); break;
+    case AD_SUM:     adj[a] += g / c; break;     /* the sum of one scalar */
+    case AD_RESHAPE: adj[a] += g; break;
     case AD_NUM_OPS: return ad_fail(t, AD_EINVAL, i, "bad op at %lld",
                                     (long long)i);
     }
-    if (check && ((a >= 0 && !isfinite(g[a])) || (b >= 0 && !isfinite(g[b]))))
+    if (check && ((a >= 0 && !isfinite(adj[a])) ||
+                  (b >= 0 && !isfinite(adj[b]))))
         return ad_fail(t, AD_ENONFINITE, i, "backward of %s at tape index "
                        "%lld produced %s", ad_op_name(t->op[i]), (long long)i,
-                       isnan(a >= 0 && !isfinite(g[a]) ? g[a] : g[b])
+                       isnan(a >= 0 && !isfinite(adj[a]) ? adj[a] : adj[b])
                            ? "nan" : "inf");
     return AD_OK;
 }
@@ -120,6 +173,9 @@ int ad_backward(ad_tape *t, int64_t nseeds, const int64_t *idx,
      * left by an earlier backward are propagated again, as micrograd does. */
     double *g = mode == AD_SWEEP_INPLACE ? t->grad : t->adj;
 
+    int status = ad_blocks_prepare(t, top, mode);
+    if (status != AD_OK)
+        return status;
     for (int64_t i = 0; i <= top; ++i)
         f[i] &= (uint8_t)~AD_FLAG_MARK;
     if (mode == AD_SWEEP_ACCUM)
@@ -127,7 +183,14 @@ int ad_backward(ad_tape *t, int64_t nseeds, const int64_t *idx,
             g[i] = 0.0;
     for (int64_t k = 0; k < nseeds; ++k) {
         f[idx[k]] |= AD_FLAG_MARK;
-        if (mode == AD_SWEEP_INPLACE) {
+        if (t->aux[idx[k]] >= 0) {
+            /* an array root: the seed fills it (backward(grad) of an array
+             * is seeded through ad_array_seed) */
+            ad_block *bk = &t->blk[t->aux[idx[k]]];
+            double *ga = mode == AD_SWEEP_INPLACE ? bk->grad : bk->adj;
+            for (int64_t e = 0; e < bk->size; ++e)
+                ga[e] += seed[k];
+        } else if (mode == AD_SWEEP_INPLACE) {
             g[idx[k]] = seed[k];        /* micrograd: self.grad = 1 */
             f[idx[k]] &= (uint8_t)~AD_FLAG_GRAD_FLOAT;
         } else {
@@ -142,7 +205,7 @@ int ad_backward(ad_tape *t, int64_t nseeds, const int64_t *idx,
             f[A[i]] |= AD_FLAG_MARK;
         if (B[i] >= 0)
             f[B[i]] |= AD_FLAG_MARK;
-        int status = reverse_entry(t, g, i, mode, check);
+        status = reverse_entry(t, g, i, mode, check);
         if (status != AD_OK)
             return status;
     }
@@ -150,11 +213,18 @@ int ad_backward(ad_tape *t, int64_t nseeds, const int64_t *idx,
     /* accumulated gradients are floats (micrograd's Values reached from an
      * explicit tape's sweep are accumulated this way too) */
     if (mode == AD_SWEEP_ACCUM)
-        for (int64_t i = 0; i <= top; ++i)
-            if (f[i] & AD_FLAG_MARK) {
+        for (int64_t i = 0; i <= top; ++i) {
+            if (!(f[i] & AD_FLAG_MARK))
+                continue;
+            f[i] |= AD_FLAG_GRAD_FLOAT;
+            if (t->aux[i] < 0) {
                 t->grad[i] += g[i];
-                f[i] |= AD_FLAG_GRAD_FLOAT;
+                continue;
             }
+            ad_block *bk = &t->blk[t->aux[i]];
+            for (int64_t e = 0; e < bk->size; ++e)
+                bk->grad[e] += bk->adj[e];
+        }
     return AD_OK;
 }
 
@@ -163,5 +233,13 @@ int ad_reverse_step(ad_tape *t, int64_t i)
     if (i < 0 || i >= t->n)
         return ad_fail(t, AD_ERANGE, i, "entry %lld outside the tape's %lld "
                        "entries", (long long)i, (long long)t->n);
+    int64_t touched[3] = {i, t->a[i], t->b[i]};
+    for (int k = 0; k < 3; ++k) {
+        if (touched[k] < 0)
+            continue;
+        int status = ad_block_prepare(t, touched[k], AD_SWEEP_INPLACE);
+        if (status != AD_OK)
+            return status;
+    }
     return reverse_entry(t, t->grad, i, AD_SWEEP_INPLACE, 0);
 }

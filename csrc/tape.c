@@ -43,6 +43,11 @@ void ad_tape_free(ad_tape *t)
     free(t->adj);
     free(t->grad);
     free(t->flags);
+    for (int64_t k = 0; k < t->nblk; ++k) {
+        free(t->blk[k].adj);
+        free(t->blk[k].grad);
+    }
+    free(t->blk);
     free(t);
 }
 
@@ -133,16 +138,29 @@ int ad_tape_append(ad_tape *t, const ad_record *recs, int64_t count)
     return AD_OK;
 }
 
-void ad_tape_truncate(ad_tape *t, int64_t n)
+static void free_block(ad_block *bk)
 {
-    if (n >= 0 && n < t->n)
-        t->n = n;
+    free(bk->adj);
+    free(bk->grad);
+    bk->adj = bk->grad = 0;
 }
 
-/* Drop every entry that no kept entry depends on.  keep[i] != 0 marks the
- * entries still referenced from outside; their operands are kept with them.
- * newidx[i] receives the new index of entry i, or -1 if it was dropped.
- * Entries keep their order, so the tape stays topologically sorted. */
+void ad_tape_truncate(ad_tape *t, int64_t n)
+{
+    if (n < 0 || n >= t->n)
+        return;
+    /* blocks follow their entries' order: the dropped ones are the last */
+    int64_t first = t->nblk;
+    for (int64_t i = n; i < t->n; ++i)
+        if (t->aux[i] >= 0) {
+            free_block(&t->blk[t->aux[i]]);
+            if (t->aux[i] < first)
+                first = t->aux[i];
+        }
+    t->nblk = first;
+    t->n = n;
+}
+
 /* Give back memory when the tape holds far fewer entries than allocated;
  * a failed shrink just keeps the larger blocks. */
 static void shrink(ad_tape *t)
@@ -181,11 +199,17 @@ int ad_tape_compact(ad_tape *t, int64_t n, const uint8_t *keep,
         if (t->b[i] >= 0)
             t->flags[t->b[i]] |= AD_FLAG_MARK;
     }
-    int64_t j = 0;
+    int64_t j = 0, nb = 0;
     for (int64_t i = 0; i < n; ++i) {
         if (!(t->flags[i] & AD_FLAG_MARK)) {
             newidx[i] = -1;
+            if (t->aux[i] >= 0)
+                free_block(&t->blk[t->aux[i]]);
             continue;
+        }
+        if (t->aux[i] >= 0) {            /* blocks keep their order too */
+            t->blk[nb] = t->blk[t->aux[i]];
+            t->aux[i] = (int32_t)nb++;
         }
         newidx[i] = j;
         t->op[j] = t->op[i];
@@ -201,6 +225,7 @@ int ad_tape_compact(ad_tape *t, int64_t n, const uint8_t *keep,
         ++j;
     }
     t->n = j;
+    t->nblk = nb;
     shrink(t);
     return AD_OK;
 }

@@ -1,12 +1,14 @@
 """Module-level math: ``ad.exp(x)`` and friends.
 
-A Value gives a recorded Value; a plain number or ndarray gives NumPy's
-result, so the same function serves differentiated and plain code.
+A Value or Array gives a recorded Value or Array; a plain number or
+ndarray gives NumPy's result, so the same function serves differentiated
+and plain code.
 """
 import builtins
 
 import numpy as np
 
+from .array import Array
 from .value import UNARY, Value
 
 
@@ -31,7 +33,7 @@ def _make(name):
     assert method in UNARY
 
     def fn(x):
-        if isinstance(x, Value):
+        if isinstance(x, (Value, Array)):
             return getattr(x, method)()
         return numpy_fn(x)
 

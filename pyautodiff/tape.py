@@ -127,7 +127,8 @@ class Tape:
 
     __slots__ = ("_c", "nodes", "buf", "limit", "nflushed", "tid", "closed",
                  "parent", "imports", "compact_at", "_tokens", "_frozen",
-                 "_gradp", "_flagp", "custom", "_entered")
+                 "_gradp", "_flagp", "custom", "_entered", "_kept",
+                 "_frozen_arrays")
 
     def __init__(self):
         self._c = _core.new_tape()
@@ -140,6 +141,8 @@ class Tape:
         self.imports = {}        # outer Value -> its leaf on this tape
         self.compact_at = COMPACT_MIN
         self.custom = 0          # nodes whose derivative rule is Python code
+        self._kept = []          # cdata the C tape points into
+        self._frozen_arrays = {}
         self._entered = False
         self._frozen = None      # grads kept after close, by entry
         self._gradp = self._c.grad
@@ -235,6 +238,8 @@ class Tape:
             del nodes[first:]
             nodes += moved
         self.nflushed = len(nodes)
+        if self.custom:       # some may be gone now
+            self.custom = sum(getattr(n, "_bw", None) is not None for n in nodes)
         self.compact_at = max(2 * len(nodes), len(nodes) + COMPACT_MIN)
         del self.buf[(len(nodes) + 2 * SPILL_EVERY) << RECORD_SHIFT:]
         self._update_limit()
@@ -315,6 +320,14 @@ class Tape:
                 swept = [adj[p._i] for p in imports]
             self._backward_imports(max(idx), swept)
 
+    def keep_alive(self, obj):
+        """Hold obj (memory the C tape points into) as long as the tape."""
+        self._kept.append(obj)
+
+    def frozen_array_grad(self, i, shape):
+        g = self._frozen_arrays.get(i)
+        return np.zeros(shape) if g is None else g.copy()
+
     def reverse_step(self, i):
         """Apply entry i's derivative rule once, in place on grad
         (micrograd's node._backward())."""
@@ -389,6 +402,13 @@ class Tape:
         self.flush()
         n = self.nflushed
         self._frozen = list(ffi.unpack(self._c.grad, n)) if n else []
+        for i, node in enumerate(self.nodes[:n]):
+            if self._c.aux[i] >= 0:
+                p = lib.ad_array_grad(self._c, i)
+                if p != ffi.NULL:
+                    size = node._d.size
+                    self._frozen_arrays[i] = np.frombuffer(
+                        ffi.buffer(p, 8 * size)).reshape(node._d.shape).copy()
         self.closed = True
         self.nodes = []
         self.buf = bytearray()

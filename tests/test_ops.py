@@ -38,8 +38,12 @@ CASES = {
 }
 
 
+# ops that only arrays reach (tests/test_array.py walks them all)
+ARRAY_ONLY = {"SUM", "RESHAPE"}
+
+
 def test_every_op_of_the_enum_has_a_case():
-    assert set(CASES) == set(_core.OPS)
+    assert set(CASES) == set(_core.OPS) - ARRAY_ONLY
 
 
 def _float_fn(fn):

@@ -24,7 +24,8 @@ def test_the_fuzzer_reaches_every_op_of_the_enum():
             out = fuzz.STEPS[name](x, y, 1.5)
         t.flush()
         reached = {t._c.op[i] for i in range(t.nflushed)}
-    assert reached == set(_core.OPS.values())
+    array_only = {_core.OPS[name] for name in ("SUM", "RESHAPE")}
+    assert reached == set(_core.OPS.values()) - array_only
 
 
 @settings(max_examples=200, deadline=None,

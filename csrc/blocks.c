@@ -1,0 +1,253 @@
+/* blocks.c -- array entries: their blocks, shapes and broadcasting.
+ *
+ * An array entry is an ordinary tape entry (op, operands, imm) whose aux
+ * indexes a block: values (borrowed from the Python Array), adjoints and
+ * gradient (allocated here on first use), and shape.  Every shape reaching
+ * the tape is checked here, so the sweeps can trust them.                  */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+ad_view ad_entry_view(ad_tape *t, int64_t j, double *scalar_adj)
+{
+    ad_view v;
+    if (t->aux[j] < 0) {
+        v.val = &t->val[j];
+        v.adj = scalar_adj ? &scalar_adj[j] : 0;
+        v.ndim = 0;
+        v.shape = 0;
+    } else {
+        ad_block *bk = &t->blk[t->aux[j]];
+        v.val = bk->val;
+        v.adj = scalar_adj == t->grad ? bk->grad : bk->adj;
+        v.ndim = bk->ndim;
+        v.shape = bk->shape;
+    }
+    return v;
+}
+
+/* Strides (in elements) of a C-contiguous operand of shape oshape, seen
+ * from an iteration over nd dimensions, right-aligned as NumPy aligns
+ * shapes: 0 where the operand has no such dimension or has it as 1.       */
+static void broadcast_strides(int64_t *stride, int nd, const int64_t *shape,
+                              int ondim, const int64_t *oshape)
+{
+    int64_t s = 1;
+    for (int d = nd - 1; d >= 0; --d) {
+        int od = d - (nd - ondim);
+        if (od < 0 || (oshape[od] == 1 && shape[d] != 1)) {
+            stride[d] = 0;
+        } else {
+            stride[d] = s;
+        }
+        if (od >= 0)
+            s *= oshape[od];
+    }
+}
+
+void ad_iter_init(ad_iter *it, int nd, const int64_t *shape,
+                  const ad_view *o, const ad_view *a, const ad_view *b)
+{
+    it->nd = nd;
+    it->size = 1;
+    for (int d = 0; d < nd; ++d) {
+        it->shape[d] = shape[d];
+        it->size *= shape[d];
+    }
+    broadcast_strides(it->so, nd, shape, o->ndim, o->shape);
+    broadcast_strides(it->sa, nd, shape, a->ndim, a->shape);
+    if (b)
+        broadcast_strides(it->sb, nd, shape, b->ndim, b->shape);
+    else
+        memset(it->sb, 0, sizeof it->sb);
+}
+
+/* Does an operand of shape (ondim, oshape) broadcast to (nd, shape)? */
+static int broadcasts_to(int ondim, const int64_t *oshape, int nd,
+                         const int64_t *shape)
+{
+    if (ondim > nd)
+        return 0;
+    for (int d = 0; d < ondim; ++d) {
+        int64_t od = oshape[d], sd = shape[d + nd - ondim];
+        if (od != sd && od != 1)
+            return 0;
+    }
+    return 1;
+}
+
+static int entry_shape(ad_tape *t, int64_t j, int *ndim, const int64_t **shape)
+{
+    if (t->aux[j] < 0) {
+        *ndim = 0;
+        *shape = 0;
+    } else {
+        *ndim = t->blk[t->aux[j]].ndim;
+        *shape = t->blk[t->aux[j]].shape;
+    }
+    return AD_OK;
+}
+
+static int check_shapes(ad_tape *t, int op, int64_t a, int64_t b,
+                        int32_t ndim, const int64_t *shape)
+{
+    int arity = ad_op_arity(op);
+    if (op == AD_LEAF)
+        return AD_OK;
+    int and_;
+    const int64_t *ash;
+    entry_shape(t, a, &and_, &ash);
+    if (op == AD_SUM) {
+        /* the output keeps every dimension: 1 where it is summed over */
+        if (and_ != ndim)
+            return ad_fail(t, AD_EINVAL, -1, "sum: output has %d dims, "
+                           "input %d", (int)ndim, and_);
+        for (int d = 0; d < ndim; ++d)
+            if (shape[d] != ash[d] && shape[d] != 1)
+                return ad_fail(t, AD_EINVAL, -1, "sum: output dim %d is "
+                               "%lld, input %lld", d, (long long)shape[d],
+                               (long long)ash[d]);
+        return AD_OK;
+    }
+    if (op == AD_RESHAPE) {
+        int64_t size = 1, asize = 1;
+        for (int d = 0; d < ndim; ++d)
+            size *= shape[d];
+        for (int d = 0; d < and_; ++d)
+            asize *= ash[d];
+        if (size != asize)
+            return ad_fail(t, AD_EINVAL, -1, "reshape: %lld elements into "
+                           "%lld", (long long)asize, (long long)size);
+        return AD_OK;
+    }
+    /* elementwise: every operand broadcasts to the output, and the output
+     * is no larger than the operands make it */
+    int bnd = 0;
+    const int64_t *bsh = 0;
+    if (arity == 2)
+        entry_shape(t, b, &bnd, &bsh);
+    if (!broadcasts_to(and_, ash, ndim, shape) ||
+        (arity == 2 && !broadcasts_to(bnd, bsh, ndim, shape)))
+        return ad_fail(t, AD_EINVAL, -1, "%s: operand shapes do not "
+                       "broadcast to the output", ad_op_name(op));
+    for (int d = 0; d < ndim; ++d) {
+        int da = d - (ndim - and_), db = d - (ndim - bnd);
+        int64_t from_a = da >= 0 ? ash[da] : 1;
+        int64_t from_b = arity == 2 && db >= 0 ? bsh[db] : 1;
+        int64_t want = from_a == 1 ? from_b : from_a;   /* 1 stretches, 0 too */
+        if (shape[d] != want)
+            return ad_fail(t, AD_EINVAL, -1, "%s: output dim %d is %lld, the "
+                           "operands make it %lld", ad_op_name(op), d,
+                           (long long)shape[d], (long long)want);
+    }
+    return AD_OK;
+}
+
+int ad_array_append(ad_tape *t, int op, int64_t a, int64_t b, double imm,
+                    double *val, int32_t ndim, const int64_t *shape)
+{
+    int arity = ad_op_arity(op);
+    int64_t i = t->n;
+    if (arity < 0)
+        return ad_fail(t, AD_EINVAL, i, "unknown op code %d", op);
+    if (ndim < 0 || ndim > AD_MAXDIM)
+        return ad_fail(t, AD_EINVAL, i, "arrays have at most %d dimensions, "
+                       "not %d", AD_MAXDIM, (int)ndim);
+    if (!val)
+        return ad_fail(t, AD_EINVAL, i, "no values for an array entry");
+    int64_t size = 1;
+    for (int d = 0; d < ndim; ++d) {
+        if (shape[d] < 0 || (shape[d] > 0 && size > INT64_MAX / 8 / shape[d]))
+            return ad_fail(t, AD_EINVAL, i, "bad array shape");
+        size *= shape[d];
+    }
+    int bad_a = arity >= 1 ? (a < 0 || a >= i) : a != -1;
+    int bad_b = arity >= 2 ? (b < 0 || b >= i) : b != -1;
+    if (bad_a || bad_b)
+        return ad_fail(t, AD_EINVAL, i, "entry %lld (%s): operands %lld, %lld "
+                       "must be earlier entries", (long long)i,
+                       ad_op_name(op), (long long)a, (long long)b);
+    int status = check_shapes(t, op, a, b, ndim, shape);
+    if (status != AD_OK)
+        return status;
+    status = ad_tape_reserve(t, i + 1);
+    if (status != AD_OK)
+        return status;
+    if (t->nblk == t->blk_cap) {
+        int64_t cap = t->blk_cap ? 2 * t->blk_cap : 64;
+        ad_block *nb = realloc(t->blk, (size_t)cap * sizeof *nb);
+        if (!nb)
+            return ad_fail(t, AD_ENOMEM, i, "out of memory for array blocks");
+        t->blk = nb;
+        t->blk_cap = cap;
+    }
+    ad_block *bk = &t->blk[t->nblk];
+    memset(bk, 0, sizeof *bk);
+    bk->val = val;
+    bk->size = size;
+    bk->ndim = ndim;
+    for (int d = 0; d < ndim; ++d)
+        bk->shape[d] = shape[d];
+    t->op[i] = op;
+    t->a[i] = (int32_t)a;
+    t->b[i] = (int32_t)b;
+    t->aux[i] = (int32_t)t->nblk;
+    t->imm[i] = imm;
+    t->val[i] = 0.0;
+    t->adj[i] = 0.0;
+    t->grad[i] = 0.0;
+    t->flags[i] = 0;
+    t->nblk++;
+    t->n++;
+    return ad_forward_entry(t, i, 0);
+}
+
+/* The adjoint and gradient blocks of array entry i, allocated on first
+ * use; a fresh sweep (ACCUM) zeroes the adjoints.                          */
+int ad_block_prepare(ad_tape *t, int64_t i, int mode)
+{
+    if (t->aux[i] < 0)
+        return AD_OK;
+    ad_block *bk = &t->blk[t->aux[i]];
+    size_t bytes = (size_t)(bk->size ? bk->size : 1) * sizeof(double);
+    if (!bk->adj && !(bk->adj = calloc(1, bytes)))
+        return ad_fail(t, AD_ENOMEM, i, "out of memory for adjoints");
+    if (!bk->grad && !(bk->grad = calloc(1, bytes)))
+        return ad_fail(t, AD_ENOMEM, i, "out of memory for gradients");
+    if (mode == AD_SWEEP_ACCUM)
+        memset(bk->adj, 0, bytes);
+    return AD_OK;
+}
+
+/* Blocks for every array entry up to top, all allocated before a sweep
+ * starts, so an allocation failure leaves the tape as it was.             */
+int ad_blocks_prepare(ad_tape *t, int64_t top, int mode)
+{
+    if (t->nblk == 0)
+        return AD_OK;
+    for (int64_t i = 0; i <= top; ++i) {
+        int status = ad_block_prepare(t, i, mode);
+        if (status != AD_OK)
+            return status;
+    }
+    return AD_OK;
+}
+
+double *ad_array_grad(ad_tape *t, int64_t i)
+{
+    if (i < 0 || i >= t->n || t->aux[i] < 0)
+        return 0;
+    return t->blk[t->aux[i]].grad;
+}
+
+int ad_array_zero_grad(ad_tape *t, int64_t i)
+{
+    if (i < 0 || i >= t->n || t->aux[i] < 0)
+        return ad_fail(t, AD_ERANGE, i, "entry %lld is not an array",
+                       (long long)i);
+    ad_block *bk = &t->blk[t->aux[i]];
+    if (bk->grad)
+        memset(bk->grad, 0, (size_t)bk->size * sizeof(double));
+    return AD_OK;
+}

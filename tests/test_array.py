@@ -1,0 +1,196 @@
+"""ad.Array: values against NumPy, gradients against central differences,
+broadcasting, reductions, mixed Value/Array graphs and error paths."""
+import numpy as np
+import pytest
+
+import pyautodiff as ad
+from pyautodiff import _core
+
+rng = np.random.default_rng(0)
+
+
+def numeric_grad(f, arrays, k, h=1e-6):
+    """d f / d arrays[k], elementwise, by central differences."""
+    x = arrays[k]
+    g = np.zeros_like(x)
+    for idx in np.ndindex(x.shape):
+        up = [a.copy() for a in arrays]
+        down = [a.copy() for a in arrays]
+        up[k][idx] += h
+        down[k][idx] -= h
+        g[idx] = (f(*up) - f(*down)) / (2 * h)
+    return g
+
+
+def check(fn, *arrays, weights=None):
+    """fn on Arrays against fn on ndarrays (values), and the gradient of
+    sum(fn * weights) against central differences."""
+    arrays = [np.asarray(a, dtype=float) for a in arrays]
+    ads = [ad.Array(a) for a in arrays]
+    out = fn(*ads)
+    expected = fn(*arrays)
+    assert isinstance(out, ad.Array)
+    assert out.shape == np.shape(expected)
+    np.testing.assert_allclose(out.data, expected, rtol=1e-12, atol=1e-12)
+    w = rng.normal(size=np.shape(expected)) if weights is None else weights
+    out.backward(w)
+    for k in range(len(arrays)):
+        num = numeric_grad(lambda *xs: float(np.sum(fn(*xs) * w)), arrays, k)
+        np.testing.assert_allclose(ads[k].grad, num, rtol=1e-5, atol=1e-7)
+
+
+BINARY = {
+    "add": lambda a, b: a + b, "sub": lambda a, b: a - b,
+    "mul": lambda a, b: a * b, "div": lambda a, b: a / b,
+    "pow": lambda a, b: a ** b,
+}
+SHAPES = [((3, 4), (3, 4)), ((3, 4), (4,)), ((2, 1, 3), (4, 1)), ((1,), (2, 3)),
+          ((), (3,)), ((5, 1), (1, 5))]
+
+
+@pytest.mark.parametrize("name", sorted(BINARY))
+@pytest.mark.parametrize("sa, sb", SHAPES)
+def test_binary_ops_broadcast_like_numpy(name, sa, sb):
+    a = rng.uniform(0.5, 2.0, size=sa)
+    b = rng.uniform(0.5, 2.0, size=sb)
+    check(BINARY[name], a, b)
+
+
+@pytest.mark.parametrize("fn", [
+    lambda a: a + 2.5, lambda a: 2.5 + a, lambda a: a - 2.5, lambda a: 2.5 - a,
+    lambda a: a * 2.5, lambda a: 2.5 * a, lambda a: a / 2.5, lambda a: 2.5 / a,
+    lambda a: a ** 3, lambda a: a ** 0.5, lambda a: 2.5 ** a,
+], ids=["addc", "raddc", "subc", "rsubc", "mulc", "rmulc", "divc", "rdivc",
+        "powc3", "powc_half", "rpowc"])
+def test_ops_with_constants(fn):
+    check(fn, rng.uniform(0.5, 2.0, size=(2, 3)))
+
+
+UNARY = {
+    "neg": (lambda a: -a, lambda a: -a), "abs": (abs, np.abs),
+    "exp": (ad.exp, np.exp), "log": (ad.log, np.log), "tanh": (ad.tanh, np.tanh),
+    "sin": (ad.sin, np.sin), "cos": (ad.cos, np.cos), "sqrt": (ad.sqrt, np.sqrt),
+    "relu": (ad.relu, lambda a: np.maximum(a, 0)),
+    "sigmoid": (ad.sigmoid, lambda a: 1 / (1 + np.exp(-a))),
+}
+
+
+@pytest.mark.parametrize("name", sorted(UNARY))
+def test_unary_ops(name):
+    ours, theirs = UNARY[name]
+    x = rng.uniform(0.2, 2.0, size=(3, 4)) * rng.choice([-1, 1], size=(3, 4))
+    if name in ("log", "sqrt"):
+        x = np.abs(x)
+    xa = ad.Array(x)
+    out = ours(xa)
+    np.testing.assert_allclose(out.data, theirs(x), rtol=1e-12)
+    w = rng.normal(size=x.shape)
+    out.backward(w)
+    num = numeric_grad(lambda y: float(np.sum(theirs(y) * w)), [x], 0)
+    np.testing.assert_allclose(xa.grad, num, rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("axis", [None, 0, 1, -1, (0, 2), (-1, 0)])
+@pytest.mark.parametrize("keepdims", [False, True])
+@pytest.mark.parametrize("mean", [False, True])
+def test_sum_and_mean(axis, keepdims, mean):
+    x = rng.normal(size=(2, 3, 4))
+    name = "mean" if mean else "sum"
+    check(lambda a: getattr(a, name)(axis=axis, keepdims=keepdims), x)
+
+
+def test_reshape():
+    x = rng.normal(size=(2, 6))
+    check(lambda a: (a.reshape(3, 4) * np.arange(4.0)), x)
+    check(lambda a: a.reshape((-1,)).reshape(4, 3), x)
+
+
+def test_mixed_value_and_array_graph():
+    v = ad.Value(1.5)
+    A = ad.Array(rng.normal(size=(3, 2)))
+    out = (v * A).tanh().sum() + v * v + A.mean() * v
+    out.backward()
+    a = A.data
+    dv = np.sum(a * (1 - np.tanh(1.5 * a) ** 2)) + 3.0 + a.mean()
+    dA = 1.5 * (1 - np.tanh(1.5 * a) ** 2) + 1.5 / a.size
+    assert v.grad == pytest.approx(dv, rel=1e-12)
+    np.testing.assert_allclose(A.grad, dA, rtol=1e-12)
+    assert isinstance(out, ad.Array) and out.shape == ()
+
+
+def test_zero_d_and_empty_arrays():
+    s = ad.Array(3.0)
+    (s * s).backward()
+    assert s.grad.shape == () and float(s.grad) == 6.0
+    e = ad.Array(np.zeros((0, 3)))
+    total = (e * 2.0).sum() + ad.Array(1.0)
+    total.backward()
+    assert e.grad.shape == (0, 3) and float(total.data) == 1.0
+
+
+def test_grads_accumulate_and_reset():
+    A = ad.Array([1.0, 2.0])
+    (A * 3.0).sum().backward()
+    (A * 3.0).sum().backward()
+    np.testing.assert_array_equal(A.grad, [6.0, 6.0])
+    A.grad = 0
+    np.testing.assert_array_equal(A.grad, [0.0, 0.0])
+
+
+def test_parameter_updates_in_place():
+    W = ad.Array([[1.0, -2.0]])
+    for _ in range(3):
+        loss = ((W * 2.0) ** 2).sum()
+        W.grad = 0
+        loss.backward()
+        W.data -= 0.1 * W.grad          # d/dW 4W^2 = 8W: W *= 0.2
+    np.testing.assert_allclose(W.data, [[0.008, -0.016]])
+
+
+def test_errors():
+    with pytest.raises(ValueError, match=r"\(3,\).*\(4,\)"):
+        ad.Array(np.ones(3)) + ad.Array(np.ones(4))
+    with pytest.raises(ValueError, match="one element"):
+        ad.Array(np.ones(3)).backward()
+    with pytest.raises(ValueError, match="shape"):
+        ad.Array(np.ones(3)).backward(np.ones(4))
+    for bad in (np.array(["a"]), np.array([1j]), np.array([object()], dtype=object)):
+        with pytest.raises(TypeError):
+            ad.Array(bad)
+    intermediate = ad.Array([1.0]) * 2.0
+    with pytest.raises(ValueError):
+        intermediate.data[0] = 5.0          # a recorded result is read-only
+
+
+def test_no_grad_and_explicit_tape():
+    A = ad.Array([1.0, 2.0])
+    with ad.no_grad():
+        B = (A * 2.0).exp()
+    np.testing.assert_allclose(B.data, np.exp([2.0, 4.0]))
+    with pytest.raises(ad.TapeError):
+        B.backward()
+    with ad.Tape():
+        C = ad.Array([3.0, 4.0])
+        (C * C).sum().backward()
+    np.testing.assert_array_equal(C.grad, [6.0, 8.0])
+    with pytest.raises(ad.TapeError):
+        C * 2.0
+
+
+def test_array_ops_are_every_op_of_the_enum_but_leaf():
+    # the elementwise ops and SUM/RESHAPE all run on arrays
+    used = set()
+    with ad.Tape() as t:
+        a = ad.Array([0.5, 1.5])
+        b = ad.Array([1.0, 2.0])
+        for fn in BINARY.values():
+            fn(a, b)
+        for fn, _ in UNARY.values():
+            fn(a)
+        for fn in (lambda x: x + 2.0, lambda x: 2.0 - x, lambda x: x * 2.0,
+                   lambda x: x / 2.0, lambda x: 2.0 / x, lambda x: x ** 2,
+                   lambda x: 2.0 ** x, lambda x: x.sum(), lambda x: x.reshape(2, 1)):
+            fn(a)
+        t.flush()
+        used = {t._c.op[i] for i in range(t.nflushed)}
+    assert used == set(_core.OPS.values())
