@@ -61,6 +61,8 @@ enum ad_op {
     AD_SQRT,    /* a       v = sqrt(a)           ga += g/(2*v)                 */
     AD_SUM,     /* a       v = sum(a over the dims v has as 1) / c   ga += g/c */
     AD_RESHAPE, /* a       v = a in another shape (same elements)  ga += g    */
+    AD_EXTERN,  /* a b     v = f(a, b), rules in Python (matmul, custom ops):
+                            the sweeps call the tape's callbacks            */
     AD_NUM_OPS
 };
 
@@ -70,8 +72,13 @@ enum ad_status {
     AD_ENOMEM,      /* allocation failed                      -> MemoryError */
     AD_EINVAL,      /* malformed record or argument           -> ValueError  */
     AD_ERANGE,      /* index out of range / tape full         -> IndexError  */
-    AD_ENONFINITE   /* detect_anomaly: a NaN or inf appeared  -> FloatingPointError */
+    AD_ENONFINITE,  /* detect_anomaly: a NaN or inf appeared  -> FloatingPointError */
+    AD_ECALLBACK    /* an extern op's Python rule raised (re-raised in Python) */
 };
+
+/* Rules of AD_EXTERN entries, supplied by the Python side: called with the
+ * tape's extern_ctx and the entry's index; nonzero return stops the sweep. */
+typedef int (*ad_extern_fn)(void *ctx, int64_t entry);
 
 /* Sweep modes of ad_backward. */
 enum ad_sweep_mode {
@@ -131,6 +138,9 @@ typedef struct ad_tape {
     ad_block *blk;      /* blocks of array entries, by aux         */
     int64_t nblk;       /* blocks in use                           */
     int64_t blk_cap;    /* blocks allocated                        */
+    ad_extern_fn extern_forward;  /* AD_EXTERN rules: forward and reverse */
+    ad_extern_fn extern_reverse;
+    void *extern_ctx;
     int64_t max_entries; /* AD_MAX_ENTRIES; lower it to test the limit */
     int64_t max_bytes;  /* allocation cap (fault injection), -1: none */
     int64_t err_index;  /* entry an error refers to, -1 if none    */
@@ -156,6 +166,7 @@ int64_t ad_tape_nbytes(const ad_tape *t);
 int ad_array_append(ad_tape *t, int op, int64_t a, int64_t b, double imm,
                     double *val, int32_t ndim, const int64_t *shape);
 double *ad_array_grad(ad_tape *t, int64_t i);
+double *ad_entry_adjoint(ad_tape *t, int64_t i, int mode);
 int ad_array_zero_grad(ad_tape *t, int64_t i);
 
 int ad_forward(ad_tape *t, int64_t lo, int64_t hi, int check);

@@ -93,7 +93,7 @@ static int check_shapes(ad_tape *t, int op, int64_t a, int64_t b,
                         int32_t ndim, const int64_t *shape)
 {
     int arity = ad_op_arity(op);
-    if (op == AD_LEAF)
+    if (op == AD_LEAF || op == AD_EXTERN)   /* extern: shaped by Python */
         return AD_OK;
     int and_;
     const int64_t *ash;
@@ -164,6 +164,8 @@ int ad_array_append(ad_tape *t, int op, int64_t a, int64_t b, double imm,
     }
     int bad_a = arity >= 1 ? (a < 0 || a >= i) : a != -1;
     int bad_b = arity >= 2 ? (b < 0 || b >= i) : b != -1;
+    if (op == AD_EXTERN && b == -1)
+        bad_b = 0;                      /* an extern op may take one operand */
     if (bad_a || bad_b)
         return ad_fail(t, AD_EINVAL, i, "entry %lld (%s): operands %lld, %lld "
                        "must be earlier entries", (long long)i,
@@ -200,7 +202,21 @@ int ad_array_append(ad_tape *t, int op, int64_t a, int64_t b, double imm,
     t->flags[i] = 0;
     t->nblk++;
     t->n++;
+    if (op == AD_EXTERN)
+        return AD_OK;       /* Python computed its values when recording it */
     return ad_forward_entry(t, i, 0);
+}
+
+double *ad_entry_adjoint(ad_tape *t, int64_t i, int mode)
+{
+    if (i < 0 || i >= t->n)
+        return 0;
+    if (t->aux[i] < 0)
+        return mode == AD_SWEEP_INPLACE ? &t->grad[i] : &t->adj[i];
+    if (ad_block_prepare(t, i, AD_SWEEP_INPLACE) != AD_OK)
+        return 0;
+    ad_block *bk = &t->blk[t->aux[i]];
+    return mode == AD_SWEEP_INPLACE ? bk->grad : bk->adj;
 }
 
 /* The adjoint and gradient blocks of array entry i, allocated on first

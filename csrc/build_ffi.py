@@ -40,8 +40,14 @@ def extra_compile_args():
     return args
 
 
+# Python functions the C sweeps call for AD_EXTERN entries (pyautodiff/_core.py)
+PYTHON_CALLBACKS = """
+extern "Python" int pyautodiff_extern_forward(void *, int64_t);
+extern "Python" int pyautodiff_extern_reverse(void *, int64_t);
+"""
+
 ffibuilder = FFI()
-ffibuilder.cdef(cdef_text())
+ffibuilder.cdef(cdef_text() + PYTHON_CALLBACKS)
 ffibuilder.set_source(
     "pyautodiff._ad_core",
     '#include "ad.h"\n'

@@ -11,12 +11,22 @@
 #include "rules.h"
 
 /* Entry i when it is an array: its elements, operands broadcast. */
+static int forward_extern(ad_tape *t, int64_t i)
+{
+    if (!t->extern_forward || t->extern_forward(t->extern_ctx, i) != 0)
+        return ad_fail(t, AD_ECALLBACK, i, "the Python rule of entry %lld "
+                       "failed", (long long)i);
+    return AD_OK;
+}
+
 static int forward_array(ad_tape *t, int64_t i)
 {
     ad_view o = ad_entry_view(t, i, 0);
     int op = t->op[i];
     if (op == AD_LEAF)
         return AD_OK;
+    if (op == AD_EXTERN)
+        return forward_extern(t, i);
     ad_view a = ad_entry_view(t, t->a[i], 0);
     ad_view b = t->b[i] >= 0 ? ad_entry_view(t, t->b[i], 0) : a;
     const double c = t->imm[i];
@@ -50,7 +60,8 @@ static int forward_array(ad_tape *t, int64_t i)
         break;
     AD_FORWARD_RULES(ARRAY_CASE)
 #undef ARRAY_CASE
-    case AD_LEAF: case AD_SUM: case AD_RESHAPE: case AD_NUM_OPS:
+    case AD_LEAF: case AD_SUM: case AD_RESHAPE: case AD_EXTERN:
+    case AD_NUM_OPS:
         break;
     }
     return AD_OK;
@@ -81,6 +92,12 @@ int ad_forward_entry(ad_tape *t, int64_t i, int check)
     case AD_LEAF: v[i] = c; break;
     case AD_SUM:  v[i] = x / c; break;   /* the sum of one scalar */
     case AD_RESHAPE: v[i] = x; break;
+    case AD_EXTERN: {
+        int status = forward_extern(t, i);
+        if (status != AD_OK)
+            return status;
+        break;
+    }
     case AD_NUM_OPS:
         return ad_fail(t, AD_EINVAL, i, "bad op at %lld", (long long)i);
     }

@@ -11,7 +11,7 @@ static const char *const op_names[AD_NUM_OPS] = {
     [AD_RELU] = "relu",      [AD_TANH] = "tanh",      [AD_EXP] = "exp",
     [AD_LOG] = "log",        [AD_SIGMOID] = "sigmoid", [AD_SIN] = "sin",
     [AD_COS] = "cos",        [AD_SQRT] = "sqrt",      [AD_SUM] = "sum",
-    [AD_RESHAPE] = "reshape",
+    [AD_RESHAPE] = "reshape", [AD_EXTERN] = "extern",
 };
 
 static const signed char op_arity[AD_NUM_OPS] = {
@@ -21,7 +21,7 @@ static const signed char op_arity[AD_NUM_OPS] = {
     [AD_RDIVC] = 1, [AD_POWC] = 1, [AD_RPOWC] = 1, [AD_NEG] = 1,
     [AD_ABS] = 1, [AD_RELU] = 1, [AD_TANH] = 1, [AD_EXP] = 1, [AD_LOG] = 1,
     [AD_SIGMOID] = 1, [AD_SIN] = 1, [AD_COS] = 1, [AD_SQRT] = 1,
-    [AD_SUM] = 1, [AD_RESHAPE] = 1,
+    [AD_SUM] = 1, [AD_RESHAPE] = 1, [AD_EXTERN] = 2,
 };
 
 const char *ad_op_name(int op)

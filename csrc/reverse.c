@@ -35,7 +35,7 @@ static int hands_float(const ad_tape *t, int64_t i, int k)
     case AD_MULC: case AD_DIVC: case AD_RSUBC: case AD_RDIVC: case AD_RPOWC:
     case AD_NEG: case AD_ABS: case AD_TANH: case AD_EXP: case AD_LOG:
     case AD_SIGMOID: case AD_SIN: case AD_COS: case AD_SQRT: case AD_SUM:
-    case AD_RESHAPE: case AD_NUM_OPS:
+    case AD_RESHAPE: case AD_EXTERN: case AD_NUM_OPS:
         return 1;
     }
     return 1;
@@ -44,11 +44,22 @@ static int hands_float(const ad_tape *t, int64_t i, int k)
 /* Entry i as an array: the rules once per element, operands broadcast
  * (a broadcast operand's adjoint collects every element it fed).  g is the
  * adjoint array of this sweep: adj, or grad in place.                     */
+/* An extern entry's rule is Python code, reached through the tape. */
+static int reverse_extern(ad_tape *t, int64_t i)
+{
+    if (!t->extern_reverse || t->extern_reverse(t->extern_ctx, i) != 0)
+        return ad_fail(t, AD_ECALLBACK, i, "the Python rule of entry %lld "
+                       "failed", (long long)i);
+    return AD_OK;
+}
+
 static int reverse_array(ad_tape *t, double *g, int64_t i, int check)
 {
     int op = t->op[i];
     if (op == AD_LEAF)
         return AD_OK;
+    if (op == AD_EXTERN)
+        return reverse_extern(t, i);
     ad_view o = ad_entry_view(t, i, g);
     ad_view a = ad_entry_view(t, t->a[i], g);
     ad_view b = t->b[i] >= 0 ? ad_entry_view(t, t->b[i], g) : a;
@@ -82,7 +93,8 @@ static int reverse_array(ad_tape *t, double *g, int64_t i, int check)
 #undef ARRAY_CASE
 #undef GA
 #undef GB
-        case AD_LEAF: case AD_SUM: case AD_RESHAPE: case AD_NUM_OPS:
+        case AD_LEAF: case AD_SUM: case AD_RESHAPE: case AD_EXTERN:
+        case AD_NUM_OPS:
             break;
         }
     }
@@ -141,6 +153,12 @@ static int reverse_entry(ad_tape *t, double *adj, int64_t i, int mode,
     case AD_LEAF:    break;
     case AD_SUM:     adj[a] += g / c; break;     /* the sum of one scalar */
     case AD_RESHAPE: adj[a] += g; break;
+    case AD_EXTERN: {
+        int status = reverse_extern(t, i);
+        if (status != AD_OK)
+            return status;
+        break;
+    }
     case AD_NUM_OPS: return ad_fail(t, AD_EINVAL, i, "bad op at %lld",
                                     (long long)i);
     }

@@ -112,6 +112,8 @@ int ad_tape_append(ad_tape *t, const ad_record *recs, int64_t count)
                            (long long)i, (int)r->op);
         int bad_a = arity >= 1 ? (r->a < 0 || r->a >= i) : r->a != -1;
         int bad_b = arity >= 2 ? (r->b < 0 || r->b >= i) : r->b != -1;
+        if (r->op == AD_EXTERN && r->b == -1)
+            bad_b = 0;                  /* an extern op may take one operand */
         if (bad_a || bad_b)
             return ad_fail(t, AD_EINVAL, i,
                            "entry %lld (%s): operands %d, %d must be earlier "

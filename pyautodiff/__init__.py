@@ -10,12 +10,13 @@ from ._version import __version__
 from ._core import TapeError
 from .tape import Tape, current_tape, detect_anomaly, no_grad
 from .value import Value
-from .array import Array
+from .array import Array, matmul
+from .extern import custom_op
 from .functions import abs, cos, exp, log, relu, sigmoid, sin, sqrt, tanh
 from .viz import draw_dot
 
 __all__ = [
     "__version__", "TapeError", "Tape", "current_tape", "detect_anomaly",
-    "no_grad", "Value", "Array", "abs", "cos", "exp", "log", "relu", "sigmoid", "sin",
+    "no_grad", "Value", "Array", "matmul", "custom_op", "abs", "cos", "exp", "log", "relu", "sigmoid", "sin",
     "sqrt", "tanh", "draw_dot",
 ]

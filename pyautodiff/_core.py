@@ -4,6 +4,9 @@ It imports ``pyautodiff._ad_core``, checks that the build matches this
 package, reads the op table from the C enum, owns every C allocation
 (``ffi.gc``) and turns C status codes into Python exceptions.
 """
+import itertools
+import weakref
+
 from ._version import __version__
 
 try:
@@ -52,11 +55,54 @@ _EXCEPTIONS = {
     lib.AD_EINVAL: ValueError,
     lib.AD_ERANGE: IndexError,
     lib.AD_ENONFINITE: FloatingPointError,
+    lib.AD_ECALLBACK: RuntimeError,
 }
 
 
-def check(status, ctape):
-    """Raise the Python exception for a C status code (no-op for AD_OK)."""
+# AD_EXTERN entries: the C sweeps call these with the tape's extern_ctx (a
+# key into _CALLBACK_OWNERS) and the entry's index.  An exception cannot
+# cross C: it is kept on the owner and re-raised after the sweep returns.
+_CALLBACK_OWNERS = weakref.WeakValueDictionary()
+_next_key = itertools.count(1)
+
+
+def register_callbacks(ctape, owner):
+    """Route ctape's extern callbacks to owner.extern_forward/reverse(i)."""
+    key = next(_next_key)
+    _CALLBACK_OWNERS[key] = owner
+    ctape.extern_ctx = ffi.cast("void *", key)
+    ctape.extern_forward = lib.pyautodiff_extern_forward
+    ctape.extern_reverse = lib.pyautodiff_extern_reverse
+
+
+def _dispatch(ctx, entry, method):
+    owner = _CALLBACK_OWNERS.get(int(ffi.cast("intptr_t", ctx)))
+    if owner is None:
+        return 1
+    try:
+        getattr(owner, method)(entry)
+    except BaseException as exc:          # re-raised by check_callback
+        owner.callback_error = exc
+        return 1
+    return 0
+
+
+@ffi.def_extern()
+def pyautodiff_extern_forward(ctx, entry):
+    return _dispatch(ctx, entry, "extern_forward")
+
+
+@ffi.def_extern()
+def pyautodiff_extern_reverse(ctx, entry):
+    return _dispatch(ctx, entry, "extern_reverse")
+
+
+def check(status, ctape, owner=None):
+    """Raise the Python exception for a C status code (no-op for AD_OK); an
+    extern rule's own exception comes back as itself."""
+    if status == lib.AD_ECALLBACK and owner is not None and owner.callback_error:
+        exc, owner.callback_error = owner.callback_error, None
+        raise exc
     if status != lib.AD_OK:
         message = ffi.string(ctape.errmsg).decode(errors="replace")
         raise _EXCEPTIONS.get(status, RuntimeError)(message)

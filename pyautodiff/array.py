@@ -131,6 +131,12 @@ class Array:
             return _detached(self._d.reshape(target))
         return _new(Array, t, OPS["RESHAPE"], _operand(self, t)[0], -1, 0.0, target)
 
+    def __matmul__(self, other):
+        return matmul(self, other)
+
+    def __rmatmul__(self, other):
+        return matmul(other, self)
+
     # -- backward ------------------------------------------------------------
 
     def backward(self, grad=None):
@@ -285,3 +291,47 @@ def _install():
 
 
 _install()
+
+
+# -- matrix products: NumPy (BLAS) in both directions, through an extern op --
+
+def _unbroadcast(x, shape):
+    """Sum x down to shape (undo NumPy broadcasting)."""
+    while x.ndim > len(shape):
+        x = x.sum(axis=0)
+    for d, n in enumerate(shape):
+        if n == 1 and x.shape[d] != 1:
+            x = x.sum(axis=d, keepdims=True)
+    return x
+
+
+def _matmul_vjp(g, out, a, b):
+    a2 = a[np.newaxis, :] if a.ndim == 1 else a
+    b2 = b[:, np.newaxis] if b.ndim == 1 else b
+    # g in the shape of the product of the 2-D (or batched) promotions
+    g2 = np.reshape(g, np.broadcast_shapes(a2.shape[:-2], b2.shape[:-2])
+                    + (a2.shape[-2], b2.shape[-1]))
+    ga = _unbroadcast(g2 @ np.swapaxes(b2, -1, -2), a2.shape).reshape(a.shape)
+    gb = _unbroadcast(np.swapaxes(a2, -1, -2) @ g2, b2.shape).reshape(b.shape)
+    return ga, gb
+
+
+_MATMUL = None
+
+
+def matmul(a, b):
+    """a @ b with NumPy's rules (1-D, 2-D and batched)."""
+    global _MATMUL
+    from .extern import ExternRule, record_extern
+    if _MATMUL is None:
+        _MATMUL = ExternRule(np.matmul, _matmul_vjp, "matmul")
+    pa, pb = _plain(a), _plain(b)
+    try:
+        value = np.matmul(pa, pb)
+    except ValueError:
+        raise ValueError(f"matmul: shapes {np.shape(pa)} and {np.shape(pb)} are "
+                         "not aligned") from None
+    if recording_tape() is NO_GRAD:
+        return _detached(value)
+    ops = [x if isinstance(x, (Array, Value)) else Array(x) for x in (a, b)]
+    return record_extern(_MATMUL, ops, value)

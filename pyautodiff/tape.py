@@ -128,7 +128,8 @@ class Tape:
     __slots__ = ("_c", "nodes", "buf", "limit", "nflushed", "tid", "closed",
                  "parent", "imports", "compact_at", "_tokens", "_frozen",
                  "_gradp", "_flagp", "custom", "_entered", "_kept",
-                 "_frozen_arrays")
+                 "_frozen_arrays", "externs", "sweep_mode", "callback_error",
+                 "__weakref__")
 
     def __init__(self):
         self._c = _core.new_tape()
@@ -143,6 +144,10 @@ class Tape:
         self.custom = 0          # nodes whose derivative rule is Python code
         self._kept = []          # cdata the C tape points into
         self._frozen_arrays = {}
+        self.externs = {}        # entry -> rule of an AD_EXTERN entry
+        self.sweep_mode = _core.SWEEP_ACCUM
+        self.callback_error = None
+        _core.register_callbacks(self._c, self)
         self._entered = False
         self._frozen = None      # grads kept after close, by entry
         self._gradp = self._c.grad
@@ -237,6 +242,9 @@ class Tape:
                 node._i = i
             del nodes[first:]
             nodes += moved
+        if self.externs:
+            self.externs = {int(newidx[i]): rule for i, rule in self.externs.items()
+                            if newidx[i] >= 0}
         self.nflushed = len(nodes)
         if self.custom:       # some may be gone now
             self.custom = sum(getattr(n, "_bw", None) is not None for n in nodes)
@@ -310,8 +318,9 @@ class Tape:
             # in place, grad holds earlier sweeps too: route only the change
             before = [self._gradp[p._i] if p._i < self.nflushed else 0.0
                       for p in imports]
+        self.sweep_mode = mode
         _core.check(lib.ad_backward(self._c, n, cidx, cseed, mode,
-                                    1 if state.anomaly else 0), self._c)
+                                    1 if state.anomaly else 0), self._c, self)
         if imports:
             if mode == _core.SWEEP_INPLACE:
                 swept = [self._gradp[p._i] - b for p, b in zip(imports, before)]
@@ -319,6 +328,54 @@ class Tape:
                 adj = self._c.adj
                 swept = [adj[p._i] for p in imports]
             self._backward_imports(max(idx), swept)
+
+    # -- extern entries (rules in Python, called from the C sweeps) ---------
+
+    def adjoint_view(self, j):
+        """Entry j's adjoint in the sweep under way, as a writable array of
+        the entry's shape (0-d for a scalar)."""
+        p = lib.ad_entry_adjoint(self._c, j, self.sweep_mode)
+        if p == ffi.NULL:
+            raise MemoryError("out of memory for adjoints")
+        shape = np.shape(self.nodes[j]._d)
+        size = int(np.prod(shape)) if shape else 1
+        return np.frombuffer(ffi.buffer(p, 8 * size)).reshape(shape)
+
+    def entry_value(self, j):
+        """Entry j's value as the C tape has it (a replay may have changed
+        it since it was recorded): a float, or the Array's ndarray, which is
+        the C block itself."""
+        if self._c.aux[j] < 0:
+            return self._c.val[j]
+        return self.nodes[j]._d
+
+    def extern_reverse(self, i):
+        """The C reverse sweep reached extern entry i: add its vjp into its
+        operands' adjoints."""
+        c = self._c
+        operands = [j for j in (c.a[i], c.b[i]) if j >= 0]
+        g = self.adjoint_view(i)
+        if not g.any():
+            return
+        inputs = [self.entry_value(j) for j in operands]
+        cotangents = self.externs[i].vjp(g.copy(), self.entry_value(i), *inputs)
+        for j, ct in zip(operands, cotangents):
+            if ct is not None:
+                view = self.adjoint_view(j)
+                view += np.asarray(ct, dtype=np.float64).reshape(view.shape)
+
+    def extern_forward(self, i):
+        """The C forward sweep reached extern entry i: recompute it."""
+        c = self._c
+        inputs = [self.entry_value(j) for j in (c.a[i], c.b[i]) if j >= 0]
+        value = self.externs[i].forward(*inputs)
+        node = self.nodes[i]
+        if c.aux[i] < 0:
+            c.val[i] = float(value)
+        else:
+            node._d.flags.writeable = True
+            node._d[...] = value
+            node._d.flags.writeable = False
 
     def keep_alive(self, obj):
         """Hold obj (memory the C tape points into) as long as the tape."""
@@ -333,7 +390,8 @@ class Tape:
         (micrograd's node._backward())."""
         self._check_open()
         self.flush()
-        _core.check(lib.ad_reverse_step(self._c, i), self._c)
+        self.sweep_mode = _core.SWEEP_INPLACE
+        _core.check(lib.ad_reverse_step(self._c, i), self._c, self)
 
     def _backward_imports(self, top, swept):
         """Carry what this sweep gave the imported leaves (swept, in the
@@ -413,6 +471,7 @@ class Tape:
         self.nodes = []
         self.buf = bytearray()
         self.imports = {}
+        self.externs = {}
         self.parent = None
         self._c = None
         self._gradp = self._flagp = None

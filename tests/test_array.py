@@ -189,8 +189,75 @@ def test_array_ops_are_every_op_of_the_enum_but_leaf():
             fn(a)
         for fn in (lambda x: x + 2.0, lambda x: 2.0 - x, lambda x: x * 2.0,
                    lambda x: x / 2.0, lambda x: 2.0 / x, lambda x: x ** 2,
-                   lambda x: 2.0 ** x, lambda x: x.sum(), lambda x: x.reshape(2, 1)):
+                   lambda x: 2.0 ** x, lambda x: x.sum(), lambda x: x.reshape(2, 1),
+                   lambda x: x @ x):
             fn(a)
         t.flush()
         used = {t._c.op[i] for i in range(t.nflushed)}
     assert used == set(_core.OPS.values())
+
+
+MATMUL_SHAPES = [((3, 4), (4, 2)), ((4,), (4, 2)), ((3, 4), (4,)), ((4,), (4,)),
+                 ((2, 3, 4), (4, 5)), ((2, 1, 3, 4), (5, 4, 2)), ((3,), (2, 3, 4))]
+
+
+@pytest.mark.parametrize("sa, sb", MATMUL_SHAPES)
+def test_matmul_follows_numpy(sa, sb):
+    check(lambda a, b: a @ b, rng.normal(size=sa), rng.normal(size=sb))
+
+
+def test_matmul_with_ndarrays_and_errors():
+    W = ad.Array(rng.normal(size=(3, 4)))
+    x = rng.normal(size=4)
+    out = ad.matmul(W, x)
+    np.testing.assert_allclose(out.data, W.data @ x)
+    (out * np.array([1.0, 2.0, 3.0])).sum().backward()
+    np.testing.assert_allclose(W.grad, np.outer([1.0, 2.0, 3.0], x))
+    with pytest.raises(ValueError, match=r"\(3, 4\).*\(3,\)"):
+        W @ ad.Array(np.ones(3))
+
+
+def test_custom_op_on_values_arrays_and_plain_numbers():
+    cube = ad.custom_op(lambda x: x ** 3, lambda g, out, x: (3 * x ** 2 * g,))
+    assert cube(2.0) == 8.0
+    v = ad.Value(2.0)
+    (cube(v) + v).backward()
+    assert v.grad == 13.0
+    A = ad.Array([1.0, 2.0])
+    cube(A).sum().backward()
+    np.testing.assert_array_equal(A.grad, [3.0, 12.0])
+    scale = ad.custom_op(lambda x, k: x * k, lambda g, out, x, k: (g * k, None))
+    B = ad.Array([1.0, -1.0])
+    (scale(B, 5.0) * B).sum().backward()
+    np.testing.assert_array_equal(B.grad, [10.0, -10.0])
+
+
+def test_custom_op_errors_come_back_as_themselves():
+    def bad_vjp(g, out, x):
+        raise KeyError("boom")
+    op = ad.custom_op(lambda x: x * 2.0, bad_vjp)
+    v = ad.Value(1.0)
+    y = op(v) * 3.0
+    with pytest.raises(KeyError, match="boom"):
+        y.backward()
+    wrong = ad.custom_op(lambda x: x, lambda g, out, x: (g, g))
+    with pytest.raises(ValueError, match="cotangents"):
+        wrong(ad.Value(1.0)).backward()
+    # the tape is still usable
+    w = ad.Value(2.0)
+    (w * w).backward()
+    assert w.grad == 4.0
+
+
+def test_extern_entries_replay_through_their_python_rule():
+    from pyautodiff._core import lib
+    with ad.Tape() as t:
+        W = ad.Array([[1.0, 2.0], [3.0, 4.0]])
+        x = ad.Array([1.0, -1.0])
+        y = (W @ x).tanh()
+        before = y.data.copy()
+        t.flush()
+        W.data = [[2.0, 0.0], [0.0, 2.0]]      # new inputs, then replay in C
+        _core.check(lib.ad_forward(t._c, 0, t.nflushed, 0), t._c, t)
+        np.testing.assert_allclose(y.data, np.tanh([2.0, -2.0]))
+        assert not np.allclose(before, y.data)

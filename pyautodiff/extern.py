@@ -1,0 +1,103 @@
+"""Extern ops: tape entries whose rules are Python functions, called from
+the C sweeps (AD_EXTERN).  Matrix products use them to run at BLAS speed
+through NumPy, and ``ad.custom_op`` lets users plug in ops of their own.
+"""
+import numpy as np
+
+from . import _core
+from .tape import NO_GRAD, recording_tape
+
+OPS = _core.OPS
+
+
+class ExternRule:
+    """forward(*inputs) -> output; vjp(g, output, *inputs) -> one cotangent
+    per input (None for none)."""
+
+    __slots__ = ("forward", "vjp", "name")
+
+    def __init__(self, forward, vjp, name):
+        self.forward = forward
+        self.vjp = vjp
+        self.name = name
+
+
+def record_extern(rule, operands, value):
+    """Record value = rule.forward(*operands) (already computed) as one
+    entry on the recording tape; operands are one or two Values/Arrays."""
+    from .array import Array, _append, _operand
+    from .value import Value
+    t = recording_tape()
+    idx = [_operand(x, t)[0] for x in operands] + [-1]
+    if np.ndim(value) == 0 and all(isinstance(x, Value) for x in operands):
+        t.flush()
+        out = t.record(Value, OPS["EXTERN"], idx[0], idx[1], 0.0, float(value))
+        t.flush()
+    else:
+        arr = np.array(value, dtype=np.float64, order="C", copy=True)
+        out = _append(t, object.__new__(Array), OPS["EXTERN"], idx[0], idx[1],
+                      0.0, arr)
+    t.externs[out._i] = rule
+    return out
+
+
+def custom_op(forward, vjp, jvp=None):
+    """An op with derivative rules of its own.
+
+    ``forward(*inputs) -> output`` on plain floats/ndarrays;
+    ``vjp(g, output, *inputs) -> tuple`` with one cotangent per input.
+    The returned function takes Values, Arrays and plain numbers; with no
+    Value or Array among its inputs it is just ``forward``.  (``jvp`` is
+    accepted for forward-mode sweeps.)"""
+    from .array import Array
+    from .value import Value
+
+    name = getattr(forward, "__name__", "custom_op")
+
+    def op(*inputs):
+        traced = [k for k, x in enumerate(inputs) if isinstance(x, (Value, Array))]
+        plain = [x._d if isinstance(x, (Value, Array)) else x for x in inputs]
+        value = forward(*plain)
+        if not traced or recording_tape() is NO_GRAD:
+            return _wrap_plain(value, inputs)
+        if len(traced) > 2:
+            raise TypeError(f"{name}: a custom op takes at most two Values or "
+                            "Arrays (pass the rest as plain numbers/ndarrays)")
+
+        def fwd(*ops):
+            args = list(plain)
+            for k, x in zip(traced, ops):
+                args[k] = x
+            return forward(*args)
+
+        def back(g, out, *ops):
+            args = list(plain)
+            for k, x in zip(traced, ops):
+                args[k] = x
+            cts = vjp(g, out, *args)
+            if not isinstance(cts, (tuple, list)):
+                cts = (cts,)
+            if len(cts) != len(inputs):
+                raise ValueError(f"{name}: vjp returned {len(cts)} cotangents "
+                                 f"for {len(inputs)} inputs")
+            return [cts[k] for k in traced]
+
+        return record_extern(ExternRule(fwd, back, name),
+                             [inputs[k] for k in traced], value)
+
+    op.__name__ = name
+    op.jvp = jvp
+    return op
+
+
+def _wrap_plain(value, inputs):
+    """A result computed without recording: plain when the inputs were."""
+    from .array import Array, _detached
+    from .value import Value, _detached as _detached_value
+    if any(isinstance(x, Array) for x in inputs) or np.ndim(value) > 0:
+        if any(isinstance(x, (Value, Array)) for x in inputs):
+            return _detached(value)
+        return value
+    if any(isinstance(x, Value) for x in inputs):
+        return _detached_value(Value, float(value))
+    return value
