@@ -59,7 +59,14 @@ enum ad_op {
     AD_SIN,     /* a       v = sin(a)            ga += cos(a)*g                */
     AD_COS,     /* a       v = cos(a)            ga -= sin(a)*g                */
     AD_SQRT,    /* a       v = sqrt(a)           ga += g/(2*v)                 */
+    AD_MAXIMUM, /* a b     v = max(a, b) (nan wins)  ga += g where a wins, half on ties */
+    AD_MINIMUM, /* a b     v = min(a, b) (nan wins)  ga += g where a wins, half on ties */
+    AD_SELECT,  /* a m     v = m != 0 ? a : 0      ga += m != 0 ? g : 0 (m: a mask) */
     AD_SUM,     /* a       v = sum(a over the dims v has as 1) / c   ga += g/c */
+    AD_MAX,     /* a       v = max(a over the dims v has as 1)  g split among ties */
+    AD_MIN,     /* a       v = min(a over the dims v has as 1)  g split among ties */
+    AD_GATHER,  /* a       v[k] = a[map[k]]        ga[map[k]] += g[k]           */
+    AD_SCATTER, /* a       v = 0; v[map[k]] += a[k]  ga[k] += g[map[k]]         */
     AD_RESHAPE, /* a       v = a in another shape (same elements)  ga += g    */
     AD_EXTERN,  /* a b     v = f(a, b), rules in Python (matmul, custom ops):
                             the sweeps call the tape's callbacks            */
@@ -118,6 +125,8 @@ typedef struct ad_block {
     double *val;
     double *adj;
     double *grad;
+    int64_t *map;       /* GATHER/SCATTER: flat indices, owned */
+    int64_t nmap;
     int64_t size;
     int32_t ndim;
     int64_t shape[AD_MAXDIM];
@@ -165,6 +174,9 @@ int64_t ad_tape_nbytes(const ad_tape *t);
 
 int ad_array_append(ad_tape *t, int op, int64_t a, int64_t b, double imm,
                     double *val, int32_t ndim, const int64_t *shape);
+int ad_array_append_map(ad_tape *t, int op, int64_t a, double *val,
+                        int32_t ndim, const int64_t *shape,
+                        const int64_t *map, int64_t nmap);
 double *ad_array_grad(ad_tape *t, int64_t i);
 double *ad_entry_adjoint(ad_tape *t, int64_t i, int mode);
 int ad_array_zero_grad(ad_tape *t, int64_t i);

@@ -95,19 +95,22 @@ static int check_shapes(ad_tape *t, int op, int64_t a, int64_t b,
     int arity = ad_op_arity(op);
     if (op == AD_LEAF || op == AD_EXTERN)   /* extern: shaped by Python */
         return AD_OK;
+    if (op == AD_GATHER || op == AD_SCATTER)
+        return ad_fail(t, AD_EINVAL, -1, "%s needs its index map "
+                       "(ad_array_append_map)", ad_op_name(op));
     int and_;
     const int64_t *ash;
     entry_shape(t, a, &and_, &ash);
-    if (op == AD_SUM) {
-        /* the output keeps every dimension: 1 where it is summed over */
+    if (op == AD_SUM || op == AD_MAX || op == AD_MIN) {
+        /* the output keeps every dimension: 1 where it is reduced over */
         if (and_ != ndim)
-            return ad_fail(t, AD_EINVAL, -1, "sum: output has %d dims, "
-                           "input %d", (int)ndim, and_);
+            return ad_fail(t, AD_EINVAL, -1, "%s: output has %d dims, "
+                           "input %d", ad_op_name(op), (int)ndim, and_);
         for (int d = 0; d < ndim; ++d)
             if (shape[d] != ash[d] && shape[d] != 1)
-                return ad_fail(t, AD_EINVAL, -1, "sum: output dim %d is "
-                               "%lld, input %lld", d, (long long)shape[d],
-                               (long long)ash[d]);
+                return ad_fail(t, AD_EINVAL, -1, "%s: output dim %d is "
+                               "%lld, input %lld", ad_op_name(op), d,
+                               (long long)shape[d], (long long)ash[d]);
         return AD_OK;
     }
     if (op == AD_RESHAPE) {
@@ -144,8 +147,63 @@ static int check_shapes(ad_tape *t, int op, int64_t a, int64_t b,
     return AD_OK;
 }
 
+static int append(ad_tape *t, int op, int64_t a, int64_t b, double imm,
+                  double *val, int32_t ndim, const int64_t *shape,
+                  int64_t *map, int64_t nmap);
+
 int ad_array_append(ad_tape *t, int op, int64_t a, int64_t b, double imm,
                     double *val, int32_t ndim, const int64_t *shape)
+{
+    return append(t, op, a, b, imm, val, ndim, shape, 0, 0);
+}
+
+/* GATHER: nmap == the output's size, entries index the operand.
+ * SCATTER: nmap == the operand's size, entries index the output. */
+int ad_array_append_map(ad_tape *t, int op, int64_t a, double *val,
+                        int32_t ndim, const int64_t *shape,
+                        const int64_t *map, int64_t nmap)
+{
+    if (op != AD_GATHER && op != AD_SCATTER)
+        return ad_fail(t, AD_EINVAL, -1, "%s takes no index map",
+                       ad_op_name(op));
+    if (a < 0 || a >= t->n)
+        return ad_fail(t, AD_EINVAL, t->n, "%s: operand %lld is not an "
+                       "earlier entry", ad_op_name(op), (long long)a);
+    if (ndim < 0 || ndim > AD_MAXDIM)
+        return ad_fail(t, AD_EINVAL, t->n, "bad array rank %d", (int)ndim);
+    int64_t out_size = 1, in_size = 1;
+    for (int d = 0; d < ndim; ++d) {
+        if (shape[d] < 0)
+            return ad_fail(t, AD_EINVAL, t->n, "bad array shape");
+        out_size *= shape[d];
+    }
+    if (t->aux[a] >= 0)
+        in_size = t->blk[t->aux[a]].size;
+    int64_t want = op == AD_GATHER ? out_size : in_size;
+    int64_t bound = op == AD_GATHER ? in_size : out_size;
+    if (nmap != want)
+        return ad_fail(t, AD_EINVAL, t->n, "%s: %lld indices for %lld "
+                       "elements", ad_op_name(op), (long long)nmap,
+                       (long long)want);
+    for (int64_t k = 0; k < nmap; ++k)
+        if (map[k] < 0 || map[k] >= bound)
+            return ad_fail(t, AD_EINVAL, t->n, "%s: index %lld out of range "
+                           "for %lld elements", ad_op_name(op),
+                           (long long)map[k], (long long)bound);
+    int64_t *own = malloc((size_t)(nmap ? nmap : 1) * sizeof *own);
+    if (!own)
+        return ad_fail(t, AD_ENOMEM, t->n, "out of memory for an index map");
+    memcpy(own, map, (size_t)nmap * sizeof *own);
+    int status = append(t, op, a, -1, 0.0, val, ndim, shape, own, nmap);
+    if (status != AD_OK && (t->n == 0 || t->aux[t->n - 1] < 0 ||
+                            t->blk[t->aux[t->n - 1]].map != own))
+        free(own);          /* not stored: an error before the entry existed */
+    return status;
+}
+
+static int append(ad_tape *t, int op, int64_t a, int64_t b, double imm,
+                  double *val, int32_t ndim, const int64_t *shape,
+                  int64_t *map, int64_t nmap)
 {
     int arity = ad_op_arity(op);
     int64_t i = t->n;
@@ -170,7 +228,7 @@ int ad_array_append(ad_tape *t, int op, int64_t a, int64_t b, double imm,
         return ad_fail(t, AD_EINVAL, i, "entry %lld (%s): operands %lld, %lld "
                        "must be earlier entries", (long long)i,
                        ad_op_name(op), (long long)a, (long long)b);
-    int status = check_shapes(t, op, a, b, ndim, shape);
+    int status = map ? AD_OK : check_shapes(t, op, a, b, ndim, shape);
     if (status != AD_OK)
         return status;
     status = ad_tape_reserve(t, i + 1);
@@ -187,6 +245,8 @@ int ad_array_append(ad_tape *t, int op, int64_t a, int64_t b, double imm,
     ad_block *bk = &t->blk[t->nblk];
     memset(bk, 0, sizeof *bk);
     bk->val = val;
+    bk->map = map;
+    bk->nmap = nmap;
     bk->size = size;
     bk->ndim = ndim;
     for (int d = 0; d < ndim; ++d)

@@ -42,10 +42,36 @@ static int forward_array(ad_tape *t, int64_t i)
             o.val[k] /= c;
         return AD_OK;
     }
+    if (op == AD_MAX || op == AD_MIN) {
+        int64_t size = t->blk[t->aux[i]].size;
+        for (int64_t k = 0; k < size; ++k)
+            o.val[k] = op == AD_MAX ? -INFINITY : INFINITY;
+        ad_iter_init(&it, a.ndim, a.shape, &o, &a, 0);
+        if (op == AD_MAX)       /* a NaN wins, as in NumPy */
+            AD_ITERATE(&it, { double x = a.val[ka];
+                              if (x > o.val[ko] || isnan(x)) o.val[ko] = x; });
+        else
+            AD_ITERATE(&it, { double x = a.val[ka];
+                              if (x < o.val[ko] || isnan(x)) o.val[ko] = x; });
+        return AD_OK;
+    }
     if (op == AD_RESHAPE) {
         int64_t size = t->blk[t->aux[i]].size;
         for (int64_t k = 0; k < size; ++k)
             o.val[k] = a.val[k];
+        return AD_OK;
+    }
+    if (op == AD_GATHER || op == AD_SCATTER) {
+        const ad_block *bk = &t->blk[t->aux[i]];
+        if (op == AD_GATHER) {
+            for (int64_t k = 0; k < bk->nmap; ++k)
+                o.val[k] = a.val[bk->map[k]];
+        } else {
+            for (int64_t k = 0; k < bk->size; ++k)
+                o.val[k] = 0.0;
+            for (int64_t k = 0; k < bk->nmap; ++k)
+                o.val[bk->map[k]] += a.val[k];
+        }
         return AD_OK;
     }
     ad_iter_init(&it, o.ndim, o.shape, &o, &a, &b);
@@ -60,8 +86,8 @@ static int forward_array(ad_tape *t, int64_t i)
         break;
     AD_FORWARD_RULES(ARRAY_CASE)
 #undef ARRAY_CASE
-    case AD_LEAF: case AD_SUM: case AD_RESHAPE: case AD_EXTERN:
-    case AD_NUM_OPS:
+    case AD_LEAF: case AD_SUM: case AD_MAX: case AD_MIN: case AD_RESHAPE:
+    case AD_GATHER: case AD_SCATTER: case AD_EXTERN: case AD_NUM_OPS:
         break;
     }
     return AD_OK;
@@ -91,7 +117,9 @@ int ad_forward_entry(ad_tape *t, int64_t i, int check)
 #undef SCALAR_CASE
     case AD_LEAF: v[i] = c; break;
     case AD_SUM:  v[i] = x / c; break;   /* the sum of one scalar */
-    case AD_RESHAPE: v[i] = x; break;
+    /* a scalar entry of these reduces, reshapes or picks one number */
+    case AD_MAX: case AD_MIN: case AD_RESHAPE: case AD_GATHER: case AD_SCATTER:
+        v[i] = x; break;
     case AD_EXTERN: {
         int status = forward_extern(t, i);
         if (status != AD_OK)

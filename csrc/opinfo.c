@@ -12,6 +12,9 @@ static const char *const op_names[AD_NUM_OPS] = {
     [AD_LOG] = "log",        [AD_SIGMOID] = "sigmoid", [AD_SIN] = "sin",
     [AD_COS] = "cos",        [AD_SQRT] = "sqrt",      [AD_SUM] = "sum",
     [AD_RESHAPE] = "reshape", [AD_EXTERN] = "extern",
+    [AD_MAXIMUM] = "maximum", [AD_MINIMUM] = "minimum", [AD_SELECT] = "select",
+    [AD_MAX] = "max",        [AD_MIN] = "min",        [AD_GATHER] = "gather",
+    [AD_SCATTER] = "scatter",
 };
 
 static const signed char op_arity[AD_NUM_OPS] = {
@@ -22,6 +25,8 @@ static const signed char op_arity[AD_NUM_OPS] = {
     [AD_ABS] = 1, [AD_RELU] = 1, [AD_TANH] = 1, [AD_EXP] = 1, [AD_LOG] = 1,
     [AD_SIGMOID] = 1, [AD_SIN] = 1, [AD_COS] = 1, [AD_SQRT] = 1,
     [AD_SUM] = 1, [AD_RESHAPE] = 1, [AD_EXTERN] = 2,
+    [AD_MAXIMUM] = 2, [AD_MINIMUM] = 2, [AD_SELECT] = 2, [AD_MAX] = 1,
+    [AD_MIN] = 1, [AD_GATHER] = 1, [AD_SCATTER] = 1,
 };
 
 const char *ad_op_name(int op)

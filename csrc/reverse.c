@@ -10,6 +10,7 @@
  * that does not matter (log at 0 times a zero adjoint, say) never turns into
  * a NaN gradient.                                                          */
 #include <math.h>
+#include <stdlib.h>
 
 #include "internal.h"
 #include "rules.h"
@@ -35,7 +36,9 @@ static int hands_float(const ad_tape *t, int64_t i, int k)
     case AD_MULC: case AD_DIVC: case AD_RSUBC: case AD_RDIVC: case AD_RPOWC:
     case AD_NEG: case AD_ABS: case AD_TANH: case AD_EXP: case AD_LOG:
     case AD_SIGMOID: case AD_SIN: case AD_COS: case AD_SQRT: case AD_SUM:
-    case AD_RESHAPE: case AD_EXTERN: case AD_NUM_OPS:
+    case AD_RESHAPE: case AD_EXTERN: case AD_MAXIMUM: case AD_MINIMUM:
+    case AD_SELECT: case AD_MAX: case AD_MIN: case AD_GATHER: case AD_SCATTER:
+    case AD_NUM_OPS:
         return 1;
     }
     return 1;
@@ -68,10 +71,33 @@ static int reverse_array(ad_tape *t, double *g, int64_t i, int check)
     if (op == AD_SUM) {
         ad_iter_init(&it, a.ndim, a.shape, &o, &a, 0);
         AD_ITERATE(&it, a.adj[ka] += o.adj[ko] / c);
+    } else if (op == AD_MAX || op == AD_MIN) {
+        /* the gradient goes to the elements equal to the result, split
+         * evenly among ties; the others (and NaN results) get nothing */
+        int64_t size = t->blk[t->aux[i]].size;
+        double *ties = calloc((size_t)(size ? size : 1), sizeof *ties);
+        if (!ties)
+            return ad_fail(t, AD_ENOMEM, i, "out of memory in max/min");
+        ad_iter_init(&it, a.ndim, a.shape, &o, &a, 0);
+        AD_ITERATE(&it, ties[ko] += a.val[ka] == o.val[ko]);
+        AD_ITERATE(&it, {
+            if (a.val[ka] == o.val[ko] && o.adj[ko] != 0.0)
+                a.adj[ka] += o.adj[ko] / ties[ko];
+        });
+        free(ties);
     } else if (op == AD_RESHAPE) {
         int64_t size = t->blk[t->aux[i]].size;
         for (int64_t k = 0; k < size; ++k)
             a.adj[k] += o.adj[k];
+    } else if (op == AD_GATHER || op == AD_SCATTER) {
+        /* repeated indices accumulate */
+        const ad_block *bk = &t->blk[t->aux[i]];
+        if (op == AD_GATHER)
+            for (int64_t k = 0; k < bk->nmap; ++k)
+                a.adj[bk->map[k]] += o.adj[k];
+        else
+            for (int64_t k = 0; k < bk->nmap; ++k)
+                a.adj[k] += o.adj[bk->map[k]];
     } else {
         ad_iter_init(&it, o.ndim, o.shape, &o, &a, &b);
         switch ((enum ad_op)op) {
@@ -93,8 +119,8 @@ static int reverse_array(ad_tape *t, double *g, int64_t i, int check)
 #undef ARRAY_CASE
 #undef GA
 #undef GB
-        case AD_LEAF: case AD_SUM: case AD_RESHAPE: case AD_EXTERN:
-        case AD_NUM_OPS:
+        case AD_LEAF: case AD_SUM: case AD_MAX: case AD_MIN: case AD_RESHAPE:
+        case AD_GATHER: case AD_SCATTER: case AD_EXTERN: case AD_NUM_OPS:
             break;
         }
     }
@@ -152,7 +178,8 @@ static int reverse_entry(ad_tape *t, double *adj, int64_t i, int mode,
 #undef GB
     case AD_LEAF:    break;
     case AD_SUM:     adj[a] += g / c; break;     /* the sum of one scalar */
-    case AD_RESHAPE: adj[a] += g; break;
+    case AD_MAX: case AD_MIN: case AD_RESHAPE: case AD_GATHER: case AD_SCATTER:
+        adj[a] += g; break;
     case AD_EXTERN: {
         int status = reverse_extern(t, i);
         if (status != AD_OK)

@@ -6,7 +6,9 @@
  * In the forward rules: x, y the operands' values, c the entry's constant.
  * In the reverse rules also v the entry's value and g its adjoint (never 0:
  * a zero adjoint propagates nothing), and GA, GB the operands' adjoints.
- * LEAF and SUM are not elementwise and are handled where they are used.    */
+ * The reductions (SUM, MAX, MIN), RESHAPE, GATHER, SCATTER, EXTERN and
+ * LEAF are not elementwise and are handled where they are used.  SELECT's
+ * second operand is a mask: it gets no gradient.                          */
 #ifndef PYAUTODIFF_RULES_H
 #define PYAUTODIFF_RULES_H
 
@@ -32,7 +34,10 @@
     X(AD_SIGMOID, ad_sigmoid(x))                                             \
     X(AD_SIN,     sin(x))                                                    \
     X(AD_COS,     cos(x))                                                    \
-    X(AD_SQRT,    sqrt(x))
+    X(AD_SQRT,    sqrt(x))                                                   \
+    X(AD_MAXIMUM, (x >= y || isnan(x)) ? x : y)                              \
+    X(AD_MINIMUM, (x <= y || isnan(x)) ? x : y)                              \
+    X(AD_SELECT,  y != 0.0 ? x : 0.0)
 
 /* d/dx is 0 for exponent 0 and d/dy is 0 where x**y is 0 (the limits),
  * rather than 0*inf.                                                       */
@@ -59,6 +64,11 @@
     X(AD_SIGMOID, GA += v * (1.0 - v) * g)                                   \
     X(AD_SIN,     GA += cos(x) * g)                                          \
     X(AD_COS,     GA -= sin(x) * g)                                          \
-    X(AD_SQRT,    GA += g / (2.0 * v))
+    X(AD_SQRT,    GA += g / (2.0 * v))                                       \
+    X(AD_MAXIMUM, GA += x > y ? g : x == y ? 0.5 * g : 0.0;                  \
+                  GB += y > x ? g : x == y ? 0.5 * g : 0.0)                  \
+    X(AD_MINIMUM, GA += x < y ? g : x == y ? 0.5 * g : 0.0;                  \
+                  GB += y < x ? g : x == y ? 0.5 * g : 0.0)                  \
+    X(AD_SELECT,  GA += y != 0.0 ? g : 0.0)
 
 #endif

@@ -46,6 +46,7 @@ void ad_tape_free(ad_tape *t)
     for (int64_t k = 0; k < t->nblk; ++k) {
         free(t->blk[k].adj);
         free(t->blk[k].grad);
+        free(t->blk[k].map);
     }
     free(t->blk);
     free(t);
@@ -144,7 +145,9 @@ static void free_block(ad_block *bk)
 {
     free(bk->adj);
     free(bk->grad);
+    free(bk->map);
     bk->adj = bk->grad = 0;
+    bk->map = 0;
 }
 
 void ad_tape_truncate(ad_tape *t, int64_t n)

@@ -10,13 +10,21 @@ from ._version import __version__
 from ._core import TapeError
 from .tape import Tape, current_tape, detect_anomaly, no_grad
 from .value import Value
-from .array import Array, matmul
+from .array import (Array, clip, concatenate, expand_dims, log_softmax,
+                    logsumexp, matmul, maximum, minimum, reshape, softmax,
+                    squeeze, stack, transpose, where)
 from .extern import custom_op
-from .functions import abs, cos, exp, log, relu, sigmoid, sin, sqrt, tanh
+from .functions import (abs, cos, exp, log, max, mean, min, relu, sigmoid,
+                        sin, sqrt, sum, tanh)
 from .viz import draw_dot
 
 __all__ = [
     "__version__", "TapeError", "Tape", "current_tape", "detect_anomaly",
-    "no_grad", "Value", "Array", "matmul", "custom_op", "abs", "cos", "exp", "log", "relu", "sigmoid", "sin",
-    "sqrt", "tanh", "draw_dot",
+    "no_grad", "Value", "Array", "custom_op", "draw_dot",
+    # elementwise math, for Values, Arrays and plain numbers/ndarrays
+    "abs", "cos", "exp", "log", "relu", "sigmoid", "sin", "sqrt", "tanh",
+    # array functions with NumPy's signatures
+    "sum", "mean", "max", "min", "matmul", "reshape", "transpose",
+    "expand_dims", "squeeze", "concatenate", "stack", "maximum", "minimum",
+    "clip", "where", "logsumexp", "softmax", "log_softmax",
 ]

@@ -46,7 +46,15 @@ class Array:
     """A float64 array recorded on the current tape (NumPy-compatible)."""
 
     __slots__ = ("_d", "_i", "_t")
-    __array_priority__ = 100    # ndarray <op> Array defers to Array
+
+    # NumPy interop: np.exp(a), ndarray * a, np.sum(a, axis=0) ... land here
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        from .numpy_interop import apply_ufunc
+        return apply_ufunc(ufunc, method, inputs, kwargs)
+
+    def __array_function__(self, func, types, args, kwargs):
+        from .numpy_interop import apply_function
+        return apply_function(func, args, kwargs)
 
     def __init__(self, data):
         arr = _as_float_array(data)
@@ -120,6 +128,26 @@ class Array:
 
     def mean(self, axis=None, keepdims=False):
         return _reduce(self, axis, keepdims, mean=True)
+
+    def max(self, axis=None, keepdims=False):
+        return _reduce(self, axis, keepdims, op="MAX")
+
+    def min(self, axis=None, keepdims=False):
+        return _reduce(self, axis, keepdims, op="MIN")
+
+    def transpose(self, *axes):
+        if len(axes) == 1 and (axes[0] is None or not isinstance(axes[0], numbers.Integral)):
+            axes = axes[0]
+        return _gather(self, lambda idx: idx.transpose(axes or None))
+
+    T = property(lambda self: self.transpose())
+
+    def __getitem__(self, index):
+        if isinstance(index, Array):
+            index = index._d
+        if isinstance(index, tuple):
+            index = tuple(i._d if isinstance(i, Array) else i for i in index)
+        return _gather(self, lambda idx: idx[index])
 
     def reshape(self, *shape):
         """The same elements in another shape (NumPy's rules, -1 allowed)."""
@@ -235,17 +263,22 @@ def _unary(self, name):
                 self._d.shape)
 
 
-def _reduce(self, axis, keepdims, mean):
+_REDUCERS = {"SUM": np.sum, "MEAN": np.mean, "MAX": np.max, "MIN": np.min}
+
+
+def _reduce(self, axis, keepdims, mean=False, op="SUM"):
+    name = "MEAN" if mean else op
     shape = self._d.shape
     axes = tuple(range(len(shape))) if axis is None else \
         normalize_axis_tuple(axis, len(shape))
     kept = tuple(1 if d in axes else n for d, n in enumerate(shape))
+    if name in ("MAX", "MIN") and any(shape[d] == 0 for d in axes):
+        raise ValueError(f"{name.lower()} of an empty axis has no identity")
     count = float(np.prod([shape[d] for d in axes])) if mean else 1.0
     t = recording_tape()
     if t is NO_GRAD:
-        fn = np.mean if mean else np.sum
-        return _detached(fn(self._d, axis=axes, keepdims=keepdims))
-    out = _new(Array, t, OPS["SUM"], _operand(self, t)[0], -1, count, kept)
+        return _detached(_REDUCERS[name](self._d, axis=axes, keepdims=keepdims))
+    out = _new(Array, t, OPS[op], _operand(self, t)[0], -1, count, kept)
     if not keepdims:
         out = out.reshape(tuple(n for d, n in enumerate(shape) if d not in axes))
     return out
@@ -335,3 +368,171 @@ def matmul(a, b):
         return _detached(value)
     ops = [x if isinstance(x, (Array, Value)) else Array(x) for x in (a, b)]
     return record_extern(_MATMUL, ops, value)
+
+
+# -- gathers: transpose, indexing and the rest, by an index map --------------
+
+def _gather(self, select):
+    """The elements select picks from self: select maps an array of self's
+    flat indices (in self's shape) to the picked ones, with NumPy's own
+    indexing rules, so repeated picks accumulate their gradients."""
+    picked = select(np.arange(self._d.size, dtype=np.int64).reshape(self._d.shape))
+    t = recording_tape()
+    if t is NO_GRAD:
+        return _detached(self._d.reshape(-1)[picked])
+    return _mapped(t, OPS["GATHER"], _operand(self, t)[0], np.shape(picked), picked)
+
+
+def _mapped(t, op, a, shape, index_map):
+    index_map = np.ascontiguousarray(index_map, dtype=np.int64).reshape(-1)
+    out = object.__new__(Array)
+    arr = np.empty(shape)
+    t._check_open()
+    t.flush()
+    cshape = ffi.new("int64_t[]", arr.shape or (0,))
+    val = (ffi.from_buffer("double[]", arr, require_writable=True) if arr.size
+           else ffi.new("double[1]"))
+    if not arr.size:
+        t.keep_alive(val)
+    cmap = ffi.from_buffer("int64_t[]", index_map) if index_map.size else ffi.NULL
+    _core.check(lib.ad_array_append_map(t._c, op, a, val, arr.ndim, cshape, cmap,
+                                        index_map.size), t._c)
+    out._d = arr
+    out._t = t
+    out._i = len(t.nodes)
+    t.nodes.append(out)
+    t.nflushed += 1
+    arr.flags.writeable = False
+    return out
+
+
+def _scatter(x, shape, positions):
+    """x placed at flat positions of a zero array of shape."""
+    t = recording_tape()
+    x = x if isinstance(x, Array) else Array(x)
+    if t is NO_GRAD:
+        out = np.zeros(shape)
+        np.add.at(out.reshape(-1), positions, x._d.reshape(-1))
+        return _detached(out)
+    return _mapped(t, OPS["SCATTER"], _operand(x, t)[0], shape, positions)
+
+
+def _asarray(x):
+    return x if isinstance(x, Array) else Array(x)
+
+
+def concatenate(arrays, axis=0):
+    """NumPy's concatenate: each input scattered into place, then summed."""
+    arrays = [_asarray(a) for a in arrays]
+    if not arrays:
+        raise ValueError("need at least one array to concatenate")
+    layout = np.concatenate([np.full(a.shape, k, dtype=np.int64)
+                             for k, a in enumerate(arrays)], axis=axis)
+    flat = layout.reshape(-1)
+    total = None
+    for k, a in enumerate(arrays):
+        # concatenation keeps each input's C order: its elements land at
+        # the output's positions labelled k, in order
+        part = _scatter(a, layout.shape, np.flatnonzero(flat == k))
+        total = part if total is None else total + part
+    return total
+
+
+def stack(arrays, axis=0):
+    arrays = [_asarray(a) for a in arrays]
+    return concatenate([expand_dims(a, axis) for a in arrays], axis=axis)
+
+
+def _shape_after(shape, fn):
+    """The shape fn gives an array of `shape`, computed without memory."""
+    return fn(np.broadcast_to(np.empty((), np.uint8), shape)).shape
+
+
+def expand_dims(a, axis):
+    a = _asarray(a)
+    return a.reshape(_shape_after(a.shape, lambda d: np.expand_dims(d, axis)))
+
+
+def squeeze(a, axis=None):
+    a = _asarray(a)
+    return a.reshape(_shape_after(a.shape, lambda d: np.squeeze(d, axis)))
+
+
+def transpose(a, axes=None):
+    return _asarray(a).transpose(axes)
+
+
+def reshape(a, shape):
+    return _asarray(a).reshape(shape)
+
+
+# -- elementwise choices: NaN-safe, the losing side gets no gradient ----------
+
+def _binary_op(name, x, y):
+    t = recording_tape()
+    xs = [v for v in (x, y)]
+    if t is NO_GRAD:
+        fn = {"MAXIMUM": np.maximum, "MINIMUM": np.minimum}[name]
+        return _detached(fn(_plain(x), _plain(y)))
+    a, sa = _operand(x if isinstance(x, (Array, Value)) else Array(x), t)
+    b, sb = _operand(y if isinstance(y, (Array, Value)) else Array(y), t)
+    shape = sa if sa == sb else _broadcast_shape(name.lower(), sa, sb)
+    return _new(Array, t, OPS[name], a, b, 0.0, shape)
+
+
+def maximum(x, y):
+    return _binary_op("MAXIMUM", x, y)
+
+
+def minimum(x, y):
+    return _binary_op("MINIMUM", x, y)
+
+
+def clip(a, a_min, a_max):
+    out = a
+    if a_min is not None:
+        out = maximum(out, a_min)
+    if a_max is not None:
+        out = minimum(out, a_max)
+    return out
+
+
+def _select(x, mask):
+    t = recording_tape()
+    x = x if isinstance(x, (Array, Value)) else Array(x)
+    if t is NO_GRAD:
+        return _detached(np.where(mask, _plain(x), 0.0))
+    a, sa = _operand(x, t)
+    m = Array(np.asarray(mask, dtype=np.float64))
+    shape = _broadcast_shape("where", sa, m.shape)
+    return _new(Array, t, OPS["SELECT"], a, m._i, 0.0, shape)
+
+
+def where(condition, x, y):
+    """x where condition holds, else y; no gradient (and no NaN) flows
+    through the branch not taken."""
+    cond = np.asarray(_plain(condition), dtype=bool)
+    return _select(x, cond) + _select(y, ~cond)
+
+
+# -- log-sum-exp and softmax, composed (the shift is a constant) --------------
+
+def logsumexp(a, axis=None, keepdims=False):
+    a = _asarray(a)
+    shift = np.max(a._d, axis=axis, keepdims=True) if a.size else np.zeros(())
+    shift = np.where(np.isfinite(shift), shift, 0.0)
+    out = (a - shift).exp().sum(axis=axis, keepdims=True).log() + shift
+    if keepdims:
+        return out
+    axes = tuple(range(a.ndim)) if axis is None else normalize_axis_tuple(axis, a.ndim)
+    return out.reshape(tuple(n for d, n in enumerate(a.shape) if d not in axes))
+
+
+def softmax(a, axis=-1):
+    a = _asarray(a)
+    return (a - logsumexp(a, axis=axis, keepdims=True)).exp()
+
+
+def log_softmax(a, axis=-1):
+    a = _asarray(a)
+    return a - logsumexp(a, axis=axis, keepdims=True)

@@ -43,6 +43,25 @@ def _make(name):
     return fn
 
 
+def _reduction(name):
+    numpy_fn = getattr(np, name)
+
+    def fn(a, axis=None, keepdims=False):
+        if isinstance(a, Array):
+            return getattr(a, name)(axis=axis, keepdims=keepdims)
+        return numpy_fn(a, axis=axis, keepdims=keepdims)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = (f"{name}(a, axis=None, keepdims=False): recorded for an "
+                  f"Array, else NumPy's {name}.")
+    return fn
+
+
+sum = _reduction("sum")
+mean = _reduction("mean")
+max = _reduction("max")
+min = _reduction("min")
+
 abs = _make("abs")
 cos = _make("cos")
 exp = _make("exp")

@@ -1,6 +1,11 @@
 """Shared test helpers: central differences, and the forward-mode oracle."""
 from bench.dual import Dual, dual_grad  # noqa: F401  (re-exported for tests)
 
+# Ops that scalar Values never record: array reductions, reshapes, gathers,
+# choices, and extern entries; tests/test_array.py walks them.
+ARRAY_ONLY_OPS = {"SUM", "MAX", "MIN", "RESHAPE", "GATHER", "SCATTER",
+                  "MAXIMUM", "MINIMUM", "SELECT", "EXTERN"}
+
 
 def central_diff(f, xs, h=1e-6):
     """d f / d xs[k] for every k by central differences (f takes floats)."""

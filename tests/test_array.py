@@ -190,7 +190,10 @@ def test_array_ops_are_every_op_of_the_enum_but_leaf():
         for fn in (lambda x: x + 2.0, lambda x: 2.0 - x, lambda x: x * 2.0,
                    lambda x: x / 2.0, lambda x: 2.0 / x, lambda x: x ** 2,
                    lambda x: 2.0 ** x, lambda x: x.sum(), lambda x: x.reshape(2, 1),
-                   lambda x: x @ x):
+                   lambda x: x @ x, lambda x: x.max(), lambda x: x.min(),
+                   lambda x: x[::-1], lambda x: ad.maximum(x, b),
+                   lambda x: ad.minimum(x, b), lambda x: ad.where([True, False], x, b),
+                   lambda x: ad.concatenate([x, b])):
             fn(a)
         t.flush()
         used = {t._c.op[i] for i in range(t.nflushed)}
@@ -261,3 +264,110 @@ def test_extern_entries_replay_through_their_python_rule():
         _core.check(lib.ad_forward(t._c, 0, t.nflushed, 0), t._c, t)
         np.testing.assert_allclose(y.data, np.tanh([2.0, -2.0]))
         assert not np.allclose(before, y.data)
+
+
+# -- shape ops, indexing, joins ----------------------------------------------
+
+@pytest.mark.parametrize("fn", [
+    lambda a: a.T, lambda a: a.transpose(2, 0, 1), lambda a: ad.transpose(a, (1, 0, 2)),
+    lambda a: a[1], lambda a: a[:, 1:3], lambda a: a[..., ::-2], lambda a: a[0, 2, 1],
+    lambda a: a[[0, 1, 1, 0]], lambda a: a[:, [2, 2, 0]], lambda a: a[np.array([[1, 0]])],
+    lambda a: a[a.data > 0] if isinstance(a, ad.Array) else a[a > 0],
+    lambda a: a[None, :, np.newaxis], lambda a: ad.expand_dims(a, 1),
+    lambda a: ad.squeeze(ad.expand_dims(a, 0), 0),
+], ids=["T", "transpose", "ad.transpose", "int", "slice", "ellipsis-step",
+        "scalar", "int-array-repeats", "int-array-axis1", "2d-int-array",
+        "bool-mask", "newaxis", "expand_dims", "squeeze"])
+def test_gathers(fn):
+    x = rng.normal(size=(2, 3, 4))
+
+    def plain(y):              # fn on an ndarray (ad.* functions give Arrays)
+        out = fn(y)
+        return out.data if isinstance(out, ad.Array) else np.asarray(out)
+
+    xa = ad.Array(x)
+    out = fn(xa)
+    np.testing.assert_array_equal(out.data, plain(x))
+    w = rng.normal(size=out.shape)
+    out.backward(w)
+    num = numeric_grad(lambda y: float(np.sum(plain(y) * w)), [x], 0)
+    np.testing.assert_allclose(xa.grad, num, rtol=1e-5, atol=1e-7)
+
+
+def test_repeated_indices_accumulate():
+    a = ad.Array([1.0, 2.0, 3.0])
+    a[[0, 0, 2, 0]].sum().backward()
+    np.testing.assert_array_equal(a.grad, [3.0, 0.0, 1.0])
+
+
+@pytest.mark.parametrize("axis", [0, 1, -1])
+def test_concatenate_and_stack(axis):
+    x, y = rng.normal(size=(2, 3)), rng.normal(size=(2, 3))
+    check(lambda a, b: ad.concatenate([a, b], axis=axis)
+          if isinstance(a, ad.Array) else np.concatenate([a, b], axis=axis), x, y)
+    check(lambda a, b: ad.stack([a, b], axis=axis)
+          if isinstance(a, ad.Array) else np.stack([a, b], axis=axis), x, y)
+
+
+def test_max_and_min_split_ties_and_skip_the_losers():
+    a = ad.Array([[1.0, 5.0, 5.0], [np.nan, 0.0, -1.0]])
+    m = a.max(axis=1)
+    np.testing.assert_array_equal(m.data, [5.0, np.nan])
+    m.backward(np.array([1.0, 1.0]))
+    np.testing.assert_array_equal(a.grad, [[0.0, 0.5, 0.5], [0.0, 0.0, 0.0]])
+    b = ad.Array(rng.normal(size=(3, 4)))
+    check(lambda z: z.min(axis=0) if isinstance(z, ad.Array) else z.min(axis=0), b.data)
+    check(lambda z: z.max() if isinstance(z, ad.Array) else z.max(), b.data)
+
+
+def test_maximum_minimum_clip_where_are_nan_safe():
+    x = ad.Array([-1.0, 0.5, 2.0, 0.0])
+    y = ad.Array([0.0, 0.5, 1.0, np.inf])
+    ad.maximum(x, y).sum().backward()
+    np.testing.assert_array_equal(x.grad, [0.0, 0.5, 1.0, 0.0])
+    np.testing.assert_array_equal(y.grad, [1.0, 0.5, 0.0, 1.0])
+    z = ad.Array([0.0, 4.0, -4.0])
+    with np.errstate(all="ignore"):
+        safe = ad.where(z.data > 0, ad.sqrt(ad.maximum(z, 1e-300)), ad.log(ad.Array([1.0, 1.0, 1.0])))
+    w = ad.Array([-1.0, 0.0, 4.0])
+    picked = ad.where(w.data > 0, ad.log(ad.abs(w) + 0.0) * 1.0, w * 2.0)
+    picked.sum().backward()
+    assert np.all(np.isfinite(w.grad)) and np.all(np.isfinite(picked.data[[0, 2]]))
+    np.testing.assert_allclose(w.grad, [2.0, 2.0, 0.25])
+    c = ad.Array([-2.0, 0.5, 3.0])
+    ad.clip(c, -1.0, 1.0).sum().backward()
+    np.testing.assert_array_equal(c.grad, [0.0, 1.0, 0.0])
+    assert safe.shape == (3,)
+
+
+@pytest.mark.parametrize("fn, ref", [
+    (lambda a: ad.logsumexp(a, axis=1), lambda a: np.log(np.exp(a).sum(axis=1))),
+    (lambda a: ad.logsumexp(a), lambda a: np.log(np.exp(a).sum())),
+    (lambda a: ad.softmax(a, axis=-1), lambda a: np.exp(a) / np.exp(a).sum(-1, keepdims=True)),
+    (lambda a: ad.log_softmax(a, axis=0), lambda a: a - np.log(np.exp(a).sum(0, keepdims=True))),
+])
+def test_logsumexp_and_softmax(fn, ref):
+    x = rng.normal(size=(3, 4)) * 3
+    xa = ad.Array(x)
+    out = fn(xa)
+    np.testing.assert_allclose(out.data, ref(x), rtol=1e-12)
+    w = rng.normal(size=out.shape)
+    out.backward(w)
+    num = numeric_grad(lambda y: float(np.sum(ref(y) * w)), [x], 0)
+    np.testing.assert_allclose(xa.grad, num, rtol=1e-5, atol=1e-7)
+    big = ad.logsumexp(ad.Array([1000.0, 1000.0]))
+    assert big.data == pytest.approx(1000.0 + np.log(2.0))
+
+
+def test_numpy_interop_records_and_refuses_what_it_cannot_differentiate():
+    A = ad.Array(rng.normal(size=(2, 3)))
+    B = rng.normal(size=(2, 3))
+    for out in (np.exp(A), B * A, A * B, np.sum(A, axis=0), np.tanh(A), np.dot(A, B.T),
+                np.maximum(A, 0.0), np.mean(A), np.reshape(A, (3, 2)), np.transpose(A)):
+        assert isinstance(out, ad.Array)
+    (np.sum(np.tanh(A) * B)).backward()
+    np.testing.assert_allclose(A.grad, (1 - np.tanh(A.data) ** 2) * B)
+    with pytest.raises(TypeError, match="cumsum"):
+        np.cumsum(A)
+    with pytest.raises(TypeError, match="arctan2"):
+        np.arctan2(A, B)
