@@ -184,6 +184,9 @@ int ad_array_zero_grad(ad_tape *t, int64_t i);
 int ad_forward(ad_tape *t, int64_t lo, int64_t hi, int check);
 int ad_backward(ad_tape *t, int64_t nseeds, const int64_t *idx,
                 const double *seed, int mode, int check);
+int ad_backward_arrays(ad_tape *t, int64_t nseeds, const int64_t *idx,
+                       const double *seed, const double *const *seed_arrays,
+                       int mode, int check);
 int ad_reverse_step(ad_tape *t, int64_t i);
 
 #endif

@@ -201,6 +201,15 @@ static int reverse_entry(ad_tape *t, double *adj, int64_t i, int mode,
 int ad_backward(ad_tape *t, int64_t nseeds, const int64_t *idx,
                 const double *seed, int mode, int check)
 {
+    return ad_backward_arrays(t, nseeds, idx, seed, 0, mode, check);
+}
+
+/* Seeds: entry idx[k] gets adjoint seed[k] (every element of an array), or
+ * for an array with seed_arrays[k] non-NULL, that array (its size). */
+int ad_backward_arrays(ad_tape *t, int64_t nseeds, const int64_t *idx,
+                       const double *seed, const double *const *seed_arrays,
+                       int mode, int check)
+{
     if (mode != AD_SWEEP_ACCUM && mode != AD_SWEEP_INPLACE)
         return ad_fail(t, AD_EINVAL, -1, "unknown sweep mode %d", mode);
     int64_t top = -1;
@@ -229,12 +238,11 @@ int ad_backward(ad_tape *t, int64_t nseeds, const int64_t *idx,
     for (int64_t k = 0; k < nseeds; ++k) {
         f[idx[k]] |= AD_FLAG_MARK;
         if (t->aux[idx[k]] >= 0) {
-            /* an array root: the seed fills it (backward(grad) of an array
-             * is seeded through ad_array_seed) */
             ad_block *bk = &t->blk[t->aux[idx[k]]];
             double *ga = mode == AD_SWEEP_INPLACE ? bk->grad : bk->adj;
+            const double *sa = seed_arrays ? seed_arrays[k] : 0;
             for (int64_t e = 0; e < bk->size; ++e)
-                ga[e] += seed[k];
+                ga[e] += sa ? sa[e] : seed[k];
         } else if (mode == AD_SWEEP_INPLACE) {
             g[idx[k]] = seed[k];        /* micrograd: self.grad = 1 */
             f[idx[k]] &= (uint8_t)~AD_FLAG_GRAD_FLOAT;

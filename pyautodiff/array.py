@@ -18,7 +18,7 @@ except ImportError:          # NumPy < 2
 
 from . import _core
 from ._core import TapeError, ffi, lib
-from .tape import NO_GRAD, current_tape, recording_tape
+from .tape import NO_GRAD, current_tape, recording_tape, state
 from .value import BINARY, UNARY, Value
 
 OPS = _core.OPS
@@ -121,6 +121,12 @@ class Array:
         body = np.array2string(self._d, separator=", ", prefix="Array(")
         return f"Array({body})"
 
+    def _import_to(self, tape):
+        """A leaf on tape standing for this Array (from an enclosing tape);
+        it shares this Array's values."""
+        return _append(tape, object.__new__(Array), OPS["LEAF"], -1, -1, 0.0,
+                       self._d)
+
     # -- reductions ----------------------------------------------------------
 
     def sum(self, axis=None, keepdims=False):
@@ -187,7 +193,7 @@ class Array:
         if seed.shape != self._d.shape:
             raise ValueError(f"backward(grad): grad has shape {seed.shape}, "
                              f"the Array has shape {self.shape}")
-        (self * seed).sum().backward()
+        t.backward([self._i], [seed], _core.SWEEP_ACCUM)
 
 
 def _append(t, obj, op, a, b, imm, arr):
@@ -201,7 +207,9 @@ def _append(t, obj, op, a, b, imm, arr):
     else:
         val = ffi.new("double[1]")    # a valid pointer that is never read
         t.keep_alive(val)
-    _core.check(lib.ad_array_append(t._c, op, a, b, imm, val, arr.ndim, shape), t._c)
+    status = lib.ad_array_append(t._c, op, a, b, imm, val, arr.ndim, shape)
+    t.refresh_pointers()            # the C arrays may have grown
+    _core.check(status, t._c)
     obj._d = arr
     obj._t = t
     obj._i = len(t.nodes)
@@ -212,16 +220,26 @@ def _append(t, obj, op, a, b, imm, arr):
     return obj
 
 
-def _new(cls, t, op, a, b, imm, shape):
-    return _append(t, object.__new__(cls), op, a, b, imm, np.empty(shape))
+def _new(cls, t, op, a, b, imm, shape, numpy_equivalent=None):
+    """A new result entry.  Where it holds a NaN or an infinity, anomaly
+    mode names the op; otherwise numpy_equivalent() runs the same operation
+    in NumPy, for NumPy's own warnings under np.errstate (log(0), 1/0 ...)."""
+    out = _append(t, object.__new__(cls), op, a, b, imm, np.empty(shape))
+    if not np.isfinite(out._d).all():
+        if state.anomaly:
+            kind = "nan" if np.isnan(out._d).any() else "inf"
+            raise FloatingPointError(f"{_core.OP_NAMES[op]} at tape index "
+                                     f"{out._i} produced {kind}")
+        if numpy_equivalent is not None:
+            numpy_equivalent()
+    return out
 
 
 def _operand(x, t):
     """x as (entry index, shape) on tape t, recording constants as leaves."""
     if isinstance(x, Array):
         if x._t is not t:
-            x._t._check_open()
-            raise TapeError("an Array from another tape was used here")
+            x = t.adopt(x)          # from an enclosing tape, or TapeError
         return x._i, x._d.shape
     if isinstance(x, Value):
         x = t.adopt(x)
@@ -238,7 +256,8 @@ def _binary(self, other, name):
     reflected = vv_op is None
     if isinstance(other, numbers.Real) and not isinstance(other, (bool, np.bool_)):
         c = -float(other) if cexpr == "-other" else float(other)
-        return _new(Array, t, OPS[vc_op], _operand(self, t)[0], -1, c, self._d.shape)
+        return _new(Array, t, OPS[vc_op], _operand(self, t)[0], -1, c, self._d.shape,
+                    lambda: _detached_binary(self, other, name))
     if not isinstance(other, (Array, Value, np.ndarray, list, tuple)):
         return NotImplemented
     a, sa = _operand(self, t)
@@ -247,7 +266,8 @@ def _binary(self, other, name):
         a, b, sa, sb = b, a, sb, sa
         vv_op = BINARY[REFLECTED_OF[name]][0]
     shape = sa if sa == sb else _broadcast_shape(vv_op.lower(), sa, sb)
-    return _new(Array, t, OPS[vv_op], a, b, 0.0, shape)
+    return _new(Array, t, OPS[vv_op], a, b, 0.0, shape,
+                lambda: _detached_binary(self, other, name))
 
 
 REFLECTED_OF = {"__radd__": "__add__", "__rsub__": "__sub__",
@@ -260,7 +280,7 @@ def _unary(self, name):
     if t is NO_GRAD:
         return _detached(_NUMPY_UNARY[name](self._d))
     return _new(Array, t, OPS[UNARY[name]], _operand(self, t)[0], -1, 0.0,
-                self._d.shape)
+                self._d.shape, lambda: _NUMPY_UNARY[name](self._d))
 
 
 _REDUCERS = {"SUM": np.sum, "MEAN": np.mean, "MAX": np.max, "MIN": np.min}
@@ -395,8 +415,10 @@ def _mapped(t, op, a, shape, index_map):
     if not arr.size:
         t.keep_alive(val)
     cmap = ffi.from_buffer("int64_t[]", index_map) if index_map.size else ffi.NULL
-    _core.check(lib.ad_array_append_map(t._c, op, a, val, arr.ndim, cshape, cmap,
-                                        index_map.size), t._c)
+    status = lib.ad_array_append_map(t._c, op, a, val, arr.ndim, cshape, cmap,
+                                     index_map.size)
+    t.refresh_pointers()
+    _core.check(status, t._c)
     out._d = arr
     out._t = t
     out._i = len(t.nodes)

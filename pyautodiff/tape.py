@@ -150,8 +150,7 @@ class Tape:
         _core.register_callbacks(self._c, self)
         self._entered = False
         self._frozen = None      # grads kept after close, by entry
-        self._gradp = self._c.grad
-        self._flagp = self._c.flags
+        self.refresh_pointers()
         self._update_limit()
 
     # -- recording ---------------------------------------------------------
@@ -195,6 +194,12 @@ class Tape:
         self._check_open()
         return record_into(self, _new(cls), op, a, b, imm, d, flags)
 
+    def refresh_pointers(self):
+        """Re-read the C arrays' addresses (after anything that may grow or
+        shrink them)."""
+        self._gradp = self._c.grad
+        self._flagp = self._c.flags
+
     def _reserve(self, n):
         """Room in buf for the records of entries below n."""
         have = len(self.buf) >> RECORD_SHIFT
@@ -213,8 +218,7 @@ class Tape:
                                            count), self._c)
         finally:
             ffi.release(recs)
-            self._gradp = self._c.grad      # the arrays may have moved,
-            self._flagp = self._c.flags     # even when a later one failed
+            self.refresh_pointers()     # moved, even when a later one failed
         self.nflushed += count
 
     def compact(self):
@@ -230,8 +234,7 @@ class Tape:
                 self._c, n, ffi.from_buffer("uint8_t[]", keep),
                 ffi.from_buffer("int64_t[]", newidx)), self._c)
         finally:
-            self._gradp = self._c.grad      # a shrunk tape has moved
-            self._flagp = self._c.flags
+            self.refresh_pointers()     # a shrunk tape has moved
         dropped = np.flatnonzero(newidx < 0)
         if len(dropped):
             # entries below the first dropped one keep their index
@@ -306,28 +309,39 @@ class Tape:
     # -- sweeps ------------------------------------------------------------
 
     def backward(self, idx, seeds, mode):
-        """Reverse sweep from entries idx with adjoints seeds, then on to the
-        enclosing tapes through the Values this tape imported."""
+        """Reverse sweep from entries idx with adjoints seeds (a number, or
+        an array for an Array's entry), then on to the enclosing tapes
+        through the Values and Arrays this tape imported."""
         self._check_open()
         self.flush()
-        n = len(idx)
-        cidx = ffi.new("int64_t[]", idx)
-        cseed = ffi.new("double[]", seeds)
+        arrays = [np.ascontiguousarray(s, dtype=np.float64) if np.ndim(s) else None
+                  for s in seeds]
+        scalars = [0.0 if a is not None else float(s) for a, s in zip(arrays, seeds)]
+        buffers = [ffi.from_buffer("double[]", a) if a is not None and a.size
+                   else ffi.NULL for a in arrays]
         imports = list(self.imports.values())
         if imports and mode == _core.SWEEP_INPLACE:
             # in place, grad holds earlier sweeps too: route only the change
-            before = [self._gradp[p._i] if p._i < self.nflushed else 0.0
-                      for p in imports]
+            before = [self._grad_now(p) for p in imports]
         self.sweep_mode = mode
-        _core.check(lib.ad_backward(self._c, n, cidx, cseed, mode,
-                                    1 if state.anomaly else 0), self._c, self)
+        _core.check(lib.ad_backward_arrays(
+            self._c, len(idx), ffi.new("int64_t[]", idx),
+            ffi.new("double[]", scalars), ffi.new("double *[]", buffers), mode,
+            1 if state.anomaly else 0), self._c, self)
         if imports:
             if mode == _core.SWEEP_INPLACE:
-                swept = [self._gradp[p._i] - b for p, b in zip(imports, before)]
+                swept = [self._grad_now(p) - b for p, b in zip(imports, before)]
             else:
-                adj = self._c.adj
-                swept = [adj[p._i] for p in imports]
+                swept = [self.adjoint_view(p._i).copy() for p in imports]
             self._backward_imports(max(idx), swept)
+
+    def _grad_now(self, node):
+        """node's gradient as stored now (a float, or an Array's copy)."""
+        if node._i >= self.nflushed:
+            return 0.0
+        if self._c.aux[node._i] < 0:
+            return self._gradp[node._i]
+        return node.grad
 
     # -- extern entries (rules in Python, called from the C sweeps) ---------
 
@@ -399,7 +413,7 @@ class Tape:
         by_tape = {}
         for (outer, proxy), g in zip(self.imports.items(), swept):
             j = proxy._i
-            if j <= top and self._flagp[j] & lib.AD_FLAG_MARK and g != 0.0:
+            if j <= top and self._flagp[j] & lib.AD_FLAG_MARK and np.any(g != 0.0):
                 ids, seeds = by_tape.setdefault(outer._t, ([], []))
                 ids.append(outer._i)
                 seeds.append(g)
@@ -422,8 +436,7 @@ class Tape:
                             "ad.Tape()' block, others cannot")
         proxy = self.imports.get(v)
         if proxy is None:
-            proxy = self.record(type(v), _core.OPS["LEAF"], -1, -1, v._d, v._d,
-                                type(v)._int_flags(v._d, None))
+            proxy = v._import_to(self)
             self.imports[v] = proxy
         return proxy
 

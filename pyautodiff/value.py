@@ -315,6 +315,11 @@ class Value:
     def label(self, value):
         self._lb = value
 
+    def _import_to(self, tape):
+        """A leaf on tape standing for this Value (from an enclosing tape)."""
+        return tape.record(type(self), OPS["LEAF"], -1, -1, self._d, self._d,
+                           self._int_flags(self._d, None))
+
     # -- the graph, as micrograd exposes it ------------------------------------
 
     def _entry(self):

@@ -330,7 +330,8 @@ def test_maximum_minimum_clip_where_are_nan_safe():
     with np.errstate(all="ignore"):
         safe = ad.where(z.data > 0, ad.sqrt(ad.maximum(z, 1e-300)), ad.log(ad.Array([1.0, 1.0, 1.0])))
     w = ad.Array([-1.0, 0.0, 4.0])
-    picked = ad.where(w.data > 0, ad.log(ad.abs(w) + 0.0) * 1.0, w * 2.0)
+    with np.errstate(divide="ignore"):         # log(0) on the branch not taken
+        picked = ad.where(w.data > 0, ad.log(ad.abs(w) + 0.0) * 1.0, w * 2.0)
     picked.sum().backward()
     assert np.all(np.isfinite(w.grad)) and np.all(np.isfinite(picked.data[[0, 2]]))
     np.testing.assert_allclose(w.grad, [2.0, 2.0, 0.25])
@@ -371,3 +372,80 @@ def test_numpy_interop_records_and_refuses_what_it_cannot_differentiate():
         np.cumsum(A)
     with pytest.raises(TypeError, match="arctan2"):
         np.arctan2(A, B)
+
+
+# -- tape control with arrays -------------------------------------------------
+
+def test_numpy_float_semantics_and_anomaly_mode():
+    a = ad.Array([0.0, 1.0])
+    with pytest.warns(RuntimeWarning, match="divide by zero encountered in log"):
+        b = ad.log(a)
+    np.testing.assert_array_equal(b.data, [-np.inf, 0.0])
+    with np.errstate(divide="raise"):
+        with pytest.raises(FloatingPointError):
+            ad.log(a)
+    with np.errstate(all="ignore"):
+        ad.log(a) / 0.0
+    with ad.detect_anomaly():
+        with pytest.raises(FloatingPointError, match=r"log at tape index \d+ produced inf"):
+            ad.log(a)
+        c = ad.Array([0.0])
+        with pytest.raises(FloatingPointError, match="backward of sqrt"):
+            ad.sqrt(c).sum().backward()
+
+
+def test_arrays_from_an_enclosing_tape_get_their_gradients():
+    W = ad.Array([[1.0, 2.0], [3.0, 4.0]])
+    v = ad.Value(0.5)
+    with ad.Tape():
+        x = ad.Array([1.0, -1.0])
+        loss = ((W @ x) * v).sum()
+        loss.backward()
+    np.testing.assert_array_equal(W.grad, [[0.5, -0.5], [0.5, -0.5]])
+    assert v.grad == (1 - 2) + (3 - 4)
+    with ad.Tape():
+        (W * 2.0).sum().backward()
+    np.testing.assert_array_equal(W.grad, [[2.5, 1.5], [2.5, 1.5]])
+
+
+def test_a_batched_training_loop_runs_in_bounded_memory():
+    import threading
+    from pyautodiff import tape as tape_module
+    box = {}
+
+    def loop():
+        W = ad.Array(rng.normal(size=(8, 4)) * 0.1)
+        X = rng.normal(size=(32, 8))
+        y = rng.normal(size=(32, 4))
+        t = ad.current_tape()
+        lengths = []
+        for step in range(300):
+            pred = ad.tanh(ad.Array(X) @ W)
+            loss = ((pred - y) ** 2).mean()
+            W.grad = 0
+            loss.backward()
+            W.data -= 0.1 * W.grad
+            lengths.append(len(t))
+        box["lengths"] = lengths
+        box["loss"] = float(loss.data)
+
+    th = threading.Thread(target=loop)
+    th.start()
+    th.join()
+    assert max(box["lengths"]) < tape_module.COMPACT_MIN + tape_module.SPILL_EVERY
+    assert np.isfinite(box["loss"])
+
+
+def test_non_contiguous_and_read_only_inputs():
+    base = np.arange(12.0).reshape(3, 4)
+    view = base[:, ::2]                      # not contiguous
+    ro = np.arange(3.0)
+    ro.flags.writeable = False
+    a, b = ad.Array(view), ad.Array(ro)
+    out = (a * b[:, None]).sum()
+    out.backward()
+    np.testing.assert_array_equal(a.grad, np.repeat(ro[:, None], 2, axis=1))
+    np.testing.assert_array_equal(b.grad, view.sum(axis=1))
+    np.testing.assert_array_equal(base, np.arange(12.0).reshape(3, 4))  # untouched
+    ints = ad.Array(np.array([1, 2], dtype=np.int32))
+    assert ints.dtype == np.float64
