@@ -2,7 +2,9 @@
 
 A backend is a namespace with the scalar ``Value`` class, micrograd-style
 ``MLP`` (or None) and ``unary``, the nonlinearity the scalar chain uses:
-tanh where the engine has it, micrograd's API has only relu.
+tanh where the engine has it, micrograd's API has only relu.  Engines that
+only run the array problems (NumPy by hand, autograd, torch) have
+``scalar=False``; bench/arrays.py holds their code by name.
 """
 import importlib.metadata
 import math
@@ -21,6 +23,7 @@ class Backend:
     unary_name: str           # "tanh" or "relu"
     version: str = ""
     moons_note: str = ""      # which MLP the moons step uses, or why there is none
+    scalar: bool = True       # runs the scalar problems (else only array ones)
 
 
 def _version(dist):
@@ -75,12 +78,25 @@ def _pyautodiff_micrograd():
                    "relu", moons_note="its MLP is measured in the pyautodiff row")
 
 
+def _array_engine(name, module=None):
+    # Engines for the array problems only (bench/arrays.py has their code).
+    def load():
+        if module:
+            __import__(module)
+        return Backend(name, None, None, None, "", _version(module or "numpy"),
+                       scalar=False)
+    return load
+
+
 LOADERS = {
     "floats (no AD)": _floats,
     "pure": _pure,
     "micrograd": _micrograd,
     "pyautodiff": _pyautodiff,
     "pyautodiff.micrograd": _pyautodiff_micrograd,
+    "numpy (by hand)": _array_engine("numpy (by hand)"),
+    "autograd": _array_engine("autograd", "autograd"),
+    "torch": _array_engine("torch", "torch"),
 }
 
 

@@ -93,6 +93,8 @@ def _run(x, steps):
               "pyautodiff.micrograd rows use relu in its place; micrograd also records "
               "a - b as a + (-1*b) and a / b as a * b**-1 (2 nodes each), all in the time.")
 def scalar_chain(backend, cfg):
+    if not backend.scalar:
+        raise Unsupported("an array engine")
     n = chain_ops(cfg)
     plan = chain_plan(n)
     note = "" if backend.unary_name == "tanh" else f"{backend.unary_name} for tanh"
@@ -132,6 +134,8 @@ def moons_steps(cfg):
          note="moons-step: micrograd's demo, forward + hinge loss + L2 + zero_grad + "
               "backward + SGD update, same seeded weights on every backend.")
 def moons_step(backend, cfg):
+    if not backend.scalar:
+        raise Unsupported("an array engine")
     if backend.MLP is None:
         raise Unsupported(backend.moons_note or "no micrograd-style MLP")
     X, y = make_moons(100, noise=0.1, seed=MOONS_SEED)

@@ -101,11 +101,15 @@ enum ad_flag {
     AD_FLAG_MARK = 1,        /* scratch: reached by the current sweep          */
     AD_FLAG_GRAD_FLOAT = 2,  /* the grad is a float (else an int)              */
     AD_FLAG_VALUE_INT = 4,   /* the value was a Python int when recorded       */
-    AD_FLAG_IMM_INT = 8      /* the immediate was a Python int                 */
+    AD_FLAG_IMM_INT = 8,     /* the immediate was a Python int                 */
+    AD_FLAG_VARIABLE = 16    /* a leaf the user made, or an entry depending on
+                                one: only these take part in a reverse sweep
+                                (an ndarray used as an operand is a constant) */
 };
 
 /* One recorded operation as the Python side packs it ("iiiidd").  flags may
- * carry AD_FLAG_VALUE_INT and AD_FLAG_IMM_INT.                             */
+ * carry AD_FLAG_VALUE_INT, AD_FLAG_IMM_INT and, for a leaf,
+ * AD_FLAG_VARIABLE (an operation's entry inherits it from its operands).  */
 typedef struct ad_record {
     int32_t op;
     int32_t a;
@@ -174,6 +178,8 @@ int64_t ad_tape_nbytes(const ad_tape *t);
 
 int ad_array_append(ad_tape *t, int op, int64_t a, int64_t b, double imm,
                     double *val, int32_t ndim, const int64_t *shape);
+int ad_array_leaf(ad_tape *t, double *val, int32_t ndim, const int64_t *shape,
+                  int variable);
 int ad_array_append_map(ad_tape *t, int op, int64_t a, double *val,
                         int32_t ndim, const int64_t *shape,
                         const int64_t *map, int64_t nmap);

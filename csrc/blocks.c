@@ -259,12 +259,22 @@ static int append(ad_tape *t, int op, int64_t a, int64_t b, double imm,
     t->val[i] = 0.0;
     t->adj[i] = 0.0;
     t->grad[i] = 0.0;
-    t->flags[i] = 0;
+    t->flags[i] = op == AD_LEAF ? 0 : ad_inherited_flags(t, a, b);
     t->nblk++;
     t->n++;
     if (op == AD_EXTERN)
         return AD_OK;       /* Python computed its values when recording it */
     return ad_forward_entry(t, i, 0);
+}
+
+/* A leaf array: a variable (gradients wanted) or a constant. */
+int ad_array_leaf(ad_tape *t, double *val, int32_t ndim, const int64_t *shape,
+                  int variable)
+{
+    int status = append(t, AD_LEAF, -1, -1, 0.0, val, ndim, shape, 0, 0);
+    if (status == AD_OK && variable)
+        t->flags[t->n - 1] |= AD_FLAG_VARIABLE;
+    return status;
 }
 
 double *ad_entry_adjoint(ad_tape *t, int64_t i, int mode)
@@ -273,9 +283,10 @@ double *ad_entry_adjoint(ad_tape *t, int64_t i, int mode)
         return 0;
     if (t->aux[i] < 0)
         return mode == AD_SWEEP_INPLACE ? &t->grad[i] : &t->adj[i];
-    if (ad_block_prepare(t, i, AD_SWEEP_INPLACE) != AD_OK)
-        return 0;
     ad_block *bk = &t->blk[t->aux[i]];
+    double *p = mode == AD_SWEEP_INPLACE ? bk->grad : bk->adj;
+    if (!p && ad_block_prepare(t, i, mode) != AD_OK)
+        return 0;
     return mode == AD_SWEEP_INPLACE ? bk->grad : bk->adj;
 }
 
@@ -287,12 +298,18 @@ int ad_block_prepare(ad_tape *t, int64_t i, int mode)
         return AD_OK;
     ad_block *bk = &t->blk[t->aux[i]];
     size_t bytes = (size_t)(bk->size ? bk->size : 1) * sizeof(double);
-    if (!bk->adj && !(bk->adj = calloc(1, bytes)))
-        return ad_fail(t, AD_ENOMEM, i, "out of memory for adjoints");
-    if (!bk->grad && !(bk->grad = calloc(1, bytes)))
-        return ad_fail(t, AD_ENOMEM, i, "out of memory for gradients");
-    if (mode == AD_SWEEP_ACCUM)
+    if (mode == AD_SWEEP_INPLACE) {
+        /* in place, the sweep runs through grad itself */
+        if (!bk->grad && !(bk->grad = calloc(1, bytes)))
+            return ad_fail(t, AD_ENOMEM, i, "out of memory for gradients");
+        return AD_OK;
+    }
+    if (!bk->adj) {
+        if (!(bk->adj = calloc(1, bytes)))   /* calloc: already zero */
+            return ad_fail(t, AD_ENOMEM, i, "out of memory for adjoints");
+    } else {
         memset(bk->adj, 0, bytes);
+    }
     return AD_OK;
 }
 
@@ -303,6 +320,8 @@ int ad_blocks_prepare(ad_tape *t, int64_t top, int mode)
     if (t->nblk == 0)
         return AD_OK;
     for (int64_t i = 0; i <= top; ++i) {
+        if (!(t->flags[i] & AD_FLAG_VARIABLE))
+            continue;           /* constants take no adjoint */
         int status = ad_block_prepare(t, i, mode);
         if (status != AD_OK)
             return status;

@@ -84,6 +84,17 @@ void ad_iter_init(ad_iter *it, int nd, const int64_t *shape,
     } while (0)
 
 int ad_forward_entry(ad_tape *t, int64_t i, int check);
+
+/* An operation's entry is a variable when an operand is. */
+static inline uint8_t ad_inherited_flags(const ad_tape *t, int64_t a, int64_t b)
+{
+    uint8_t f = 0;
+    if (a >= 0)
+        f |= t->flags[a] & AD_FLAG_VARIABLE;
+    if (b >= 0)
+        f |= t->flags[b] & AD_FLAG_VARIABLE;
+    return f;
+}
 int ad_blocks_prepare(ad_tape *t, int64_t top, int mode);
 int ad_block_prepare(ad_tape *t, int64_t i, int mode);
 

@@ -99,10 +99,14 @@ static int reverse_array(ad_tape *t, double *g, int64_t i, int check)
             for (int64_t k = 0; k < bk->nmap; ++k)
                 a.adj[k] += o.adj[bk->map[k]];
     } else {
+        /* a constant operand has no adjoint: its share goes to a sink */
+        double sink = 0.0;
+        const int avar = (t->flags[t->a[i]] & AD_FLAG_VARIABLE) != 0;
+        const int bvar = t->b[i] >= 0 && (t->flags[t->b[i]] & AD_FLAG_VARIABLE);
         ad_iter_init(&it, o.ndim, o.shape, &o, &a, &b);
         switch ((enum ad_op)op) {
-#define GA a.adj[ka]
-#define GB b.adj[kb]
+#define GA (*(avar ? &a.adj[ka] : &sink))
+#define GB (*(bvar ? &b.adj[kb] : &sink))
 #define ARRAY_CASE(OP, RULE)                                                 \
         case OP:                                                             \
             AD_ITERATE(&it, {                                                \
@@ -254,9 +258,10 @@ int ad_backward_arrays(ad_tape *t, int64_t nseeds, const int64_t *idx,
     for (int64_t i = top; i >= 0; --i) {
         if (!(f[i] & AD_FLAG_MARK))
             continue;
-        if (A[i] >= 0)
+        /* constants (operands depending on no variable) are not swept */
+        if (A[i] >= 0 && (f[A[i]] & AD_FLAG_VARIABLE))
             f[A[i]] |= AD_FLAG_MARK;
-        if (B[i] >= 0)
+        if (B[i] >= 0 && (f[B[i]] & AD_FLAG_VARIABLE))
             f[B[i]] |= AD_FLAG_MARK;
         status = reverse_entry(t, g, i, mode, check);
         if (status != AD_OK)
@@ -275,6 +280,13 @@ int ad_backward_arrays(ad_tape *t, int64_t nseeds, const int64_t *idx,
                 continue;
             }
             ad_block *bk = &t->blk[t->aux[i]];
+            if (!bk->grad) {
+                /* the first gradient is this sweep's adjoint: keep the
+                 * block instead of copying it (a new one comes next sweep) */
+                bk->grad = bk->adj;
+                bk->adj = 0;
+                continue;
+            }
             for (int64_t e = 0; e < bk->size; ++e)
                 bk->grad[e] += bk->adj[e];
         }

@@ -134,8 +134,11 @@ int ad_tape_append(ad_tape *t, const ad_record *recs, int64_t count)
         t->val[i] = recs[k].val;
         t->adj[i] = 0.0;
         t->grad[i] = 0.0;
-        t->flags[i] = (uint8_t)(recs[k].flags &
-                                (AD_FLAG_VALUE_INT | AD_FLAG_IMM_INT));
+        uint8_t keep = AD_FLAG_VALUE_INT | AD_FLAG_IMM_INT;
+        if (recs[k].op == AD_LEAF)
+            keep |= AD_FLAG_VARIABLE;
+        t->flags[i] = (uint8_t)((recs[k].flags & keep) |
+                                ad_inherited_flags(t, recs[k].a, recs[k].b));
     }
     t->n += count;
     return AD_OK;

@@ -56,12 +56,12 @@ class Array:
         from .numpy_interop import apply_function
         return apply_function(func, args, kwargs)
 
-    def __init__(self, data):
+    def __init__(self, data, _variable=True):
         arr = _as_float_array(data)
         t = recording_tape()
         if t is NO_GRAD:
             t = current_tape()    # inputs are recorded under no_grad too
-        _append(t, self, OPS["LEAF"], -1, -1, 0.0, arr)
+        _append(t, self, OPS["LEAF"], -1, -1, 0.0, arr, _variable)
 
     # -- NumPy-like attributes -------------------------------------------
 
@@ -196,9 +196,10 @@ class Array:
         t.backward([self._i], [seed], _core.SWEEP_ACCUM)
 
 
-def _append(t, obj, op, a, b, imm, arr):
+def _append(t, obj, op, a, b, imm, arr, variable=True):
     """Record entry (op, a, b, imm) on tape t with values in arr (C computes
-    them) as obj, which becomes an Array on t."""
+    them) as obj, which becomes an Array on t.  A leaf is a variable (it gets
+    gradients) or a constant."""
     t._check_open()
     t.flush()                     # entries below must be in C first
     shape = ffi.new("int64_t[]", arr.shape or (0,))
@@ -207,7 +208,10 @@ def _append(t, obj, op, a, b, imm, arr):
     else:
         val = ffi.new("double[1]")    # a valid pointer that is never read
         t.keep_alive(val)
-    status = lib.ad_array_append(t._c, op, a, b, imm, val, arr.ndim, shape)
+    if op == OPS["LEAF"]:
+        status = lib.ad_array_leaf(t._c, val, arr.ndim, shape, variable)
+    else:
+        status = lib.ad_array_append(t._c, op, a, b, imm, val, arr.ndim, shape)
     t.refresh_pointers()            # the C arrays may have grown
     _core.check(status, t._c)
     obj._d = arr
@@ -245,7 +249,12 @@ def _operand(x, t):
         x = t.adopt(x)
         t.flush()
         return x._i, ()
-    return Array(x)._i, np.shape(x)
+    return _constant(x)._i, np.shape(x)
+
+
+def _constant(x):
+    """x (an ndarray, list, number) as an Array that takes no gradient."""
+    return Array(x, _variable=False)
 
 
 def _binary(self, other, name):
@@ -358,14 +367,17 @@ def _unbroadcast(x, shape):
     return x
 
 
-def _matmul_vjp(g, out, a, b):
+def _matmul_vjp(g, out, a, b, needs=(True, True)):
     a2 = a[np.newaxis, :] if a.ndim == 1 else a
     b2 = b[:, np.newaxis] if b.ndim == 1 else b
     # g in the shape of the product of the 2-D (or batched) promotions
     g2 = np.reshape(g, np.broadcast_shapes(a2.shape[:-2], b2.shape[:-2])
                     + (a2.shape[-2], b2.shape[-1]))
-    ga = _unbroadcast(g2 @ np.swapaxes(b2, -1, -2), a2.shape).reshape(a.shape)
-    gb = _unbroadcast(np.swapaxes(a2, -1, -2) @ g2, b2.shape).reshape(b.shape)
+    ga = gb = None
+    if needs[0]:
+        ga = _unbroadcast(g2 @ np.swapaxes(b2, -1, -2), a2.shape).reshape(a.shape)
+    if needs[1]:
+        gb = _unbroadcast(np.swapaxes(a2, -1, -2) @ g2, b2.shape).reshape(b.shape)
     return ga, gb
 
 
@@ -377,7 +389,7 @@ def matmul(a, b):
     global _MATMUL
     from .extern import ExternRule, record_extern
     if _MATMUL is None:
-        _MATMUL = ExternRule(np.matmul, _matmul_vjp, "matmul")
+        _MATMUL = ExternRule(np.matmul, _matmul_vjp, "matmul", takes_needs=True)
     pa, pb = _plain(a), _plain(b)
     try:
         value = np.matmul(pa, pb)
@@ -386,7 +398,7 @@ def matmul(a, b):
                          "not aligned") from None
     if recording_tape() is NO_GRAD:
         return _detached(value)
-    ops = [x if isinstance(x, (Array, Value)) else Array(x) for x in (a, b)]
+    ops = [x if isinstance(x, (Array, Value)) else _constant(x) for x in (a, b)]
     return record_extern(_MATMUL, ops, value)
 
 
@@ -431,7 +443,7 @@ def _mapped(t, op, a, shape, index_map):
 def _scatter(x, shape, positions):
     """x placed at flat positions of a zero array of shape."""
     t = recording_tape()
-    x = x if isinstance(x, Array) else Array(x)
+    x = _asarray(x)
     if t is NO_GRAD:
         out = np.zeros(shape)
         np.add.at(out.reshape(-1), positions, x._d.reshape(-1))
@@ -440,7 +452,7 @@ def _scatter(x, shape, positions):
 
 
 def _asarray(x):
-    return x if isinstance(x, Array) else Array(x)
+    return x if isinstance(x, Array) else _constant(x)
 
 
 def concatenate(arrays, axis=0):
@@ -496,8 +508,8 @@ def _binary_op(name, x, y):
     if t is NO_GRAD:
         fn = {"MAXIMUM": np.maximum, "MINIMUM": np.minimum}[name]
         return _detached(fn(_plain(x), _plain(y)))
-    a, sa = _operand(x if isinstance(x, (Array, Value)) else Array(x), t)
-    b, sb = _operand(y if isinstance(y, (Array, Value)) else Array(y), t)
+    a, sa = _operand(x, t)
+    b, sb = _operand(y, t)
     shape = sa if sa == sb else _broadcast_shape(name.lower(), sa, sb)
     return _new(Array, t, OPS[name], a, b, 0.0, shape)
 
@@ -521,11 +533,10 @@ def clip(a, a_min, a_max):
 
 def _select(x, mask):
     t = recording_tape()
-    x = x if isinstance(x, (Array, Value)) else Array(x)
     if t is NO_GRAD:
         return _detached(np.where(mask, _plain(x), 0.0))
     a, sa = _operand(x, t)
-    m = Array(np.asarray(mask, dtype=np.float64))
+    m = _constant(np.asarray(mask, dtype=np.float64))
     shape = _broadcast_shape("where", sa, m.shape)
     return _new(Array, t, OPS["SELECT"], a, m._i, 0.0, shape)
 

@@ -12,14 +12,16 @@ OPS = _core.OPS
 
 class ExternRule:
     """forward(*inputs) -> output; vjp(g, output, *inputs) -> one cotangent
-    per input (None for none)."""
+    per input (None for none).  A rule that takes_needs is also passed
+    needs=[bool per input] and may skip the cotangents not needed."""
 
-    __slots__ = ("forward", "vjp", "name")
+    __slots__ = ("forward", "vjp", "name", "takes_needs")
 
-    def __init__(self, forward, vjp, name):
+    def __init__(self, forward, vjp, name, takes_needs=False):
         self.forward = forward
         self.vjp = vjp
         self.name = name
+        self.takes_needs = takes_needs
 
 
 def record_extern(rule, operands, value):

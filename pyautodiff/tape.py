@@ -320,8 +320,8 @@ class Tape:
         buffers = [ffi.from_buffer("double[]", a) if a is not None and a.size
                    else ffi.NULL for a in arrays]
         imports = list(self.imports.values())
-        if imports and mode == _core.SWEEP_INPLACE:
-            # in place, grad holds earlier sweeps too: route only the change
+        if imports:
+            # what this sweep adds to the imported leaves' grads is routed on
             before = [self._grad_now(p) for p in imports]
         self.sweep_mode = mode
         _core.check(lib.ad_backward_arrays(
@@ -329,10 +329,7 @@ class Tape:
             ffi.new("double[]", scalars), ffi.new("double *[]", buffers), mode,
             1 if state.anomaly else 0), self._c, self)
         if imports:
-            if mode == _core.SWEEP_INPLACE:
-                swept = [self._grad_now(p) - b for p, b in zip(imports, before)]
-            else:
-                swept = [self.adjoint_view(p._i).copy() for p in imports]
+            swept = [self._grad_now(p) - b for p, b in zip(imports, before)]
             self._backward_imports(max(idx), swept)
 
     def _grad_now(self, node):
@@ -372,9 +369,14 @@ class Tape:
         if not g.any():
             return
         inputs = [self.entry_value(j) for j in operands]
-        cotangents = self.externs[i].vjp(g.copy(), self.entry_value(i), *inputs)
-        for j, ct in zip(operands, cotangents):
-            if ct is not None:
+        needs = [bool(c.flags[j] & _core.FLAG_VARIABLE) for j in operands]
+        rule = self.externs[i]
+        if rule.takes_needs:        # skips the cotangents of constants
+            cotangents = rule.vjp(g.copy(), self.entry_value(i), *inputs, needs=needs)
+        else:
+            cotangents = rule.vjp(g.copy(), self.entry_value(i), *inputs)
+        for j, ct, need in zip(operands, cotangents, needs):
+            if ct is not None and need:
                 view = self.adjoint_view(j)
                 view += np.asarray(ct, dtype=np.float64).reshape(view.shape)
 

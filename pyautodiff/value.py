@@ -257,7 +257,8 @@ class Value:
         t = state.rec
         if t is None or t is NO_GRAD:
             t = current_tape()    # leaves are inputs: recorded under no_grad too
-        record_into(t, self, OPS["LEAF"], -1, -1, d, d, self._int_flags(d, None))
+        record_into(t, self, OPS["LEAF"], -1, -1, d, d,
+                    self._int_flags(d, None) | _core.FLAG_VARIABLE)
         if label:
             self._lb = label
 
@@ -318,7 +319,7 @@ class Value:
     def _import_to(self, tape):
         """A leaf on tape standing for this Value (from an enclosing tape)."""
         return tape.record(type(self), OPS["LEAF"], -1, -1, self._d, self._d,
-                           self._int_flags(self._d, None))
+                           self._int_flags(self._d, None) | _core.FLAG_VARIABLE)
 
     # -- the graph, as micrograd exposes it ------------------------------------
 
