@@ -156,6 +156,7 @@ typedef struct ad_tape {
     void *extern_ctx;
     int64_t max_entries; /* AD_MAX_ENTRIES; lower it to test the limit */
     int64_t max_bytes;  /* allocation cap (fault injection), -1: none */
+    int64_t last_nonfinite; /* NaNs and infs in the last array appended */
     int64_t err_index;  /* entry an error refers to, -1 if none    */
     char errmsg[160];
 } ad_tape;
@@ -176,6 +177,7 @@ int ad_tape_compact(ad_tape *t, int64_t n, const uint8_t *keep,
                     int64_t *newidx);
 int64_t ad_tape_nbytes(const ad_tape *t);
 
+/* ndim -1 (shape unused): the output has operand a's shape. */
 int ad_array_append(ad_tape *t, int op, int64_t a, int64_t b, double imm,
                     double *val, int32_t ndim, const int64_t *shape);
 int ad_array_leaf(ad_tape *t, double *val, int32_t ndim, const int64_t *shape,

@@ -4,6 +4,7 @@
  * indexes a block: values (borrowed from the Python Array), adjoints and
  * gradient (allocated here on first use), and shape.  Every shape reaching
  * the tape is checked here, so the sweeps can trust them.                  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -154,7 +155,26 @@ static int append(ad_tape *t, int op, int64_t a, int64_t b, double imm,
 int ad_array_append(ad_tape *t, int op, int64_t a, int64_t b, double imm,
                     double *val, int32_t ndim, const int64_t *shape)
 {
-    return append(t, op, a, b, imm, val, ndim, shape, 0, 0);
+    int64_t same[AD_MAXDIM];
+    if (ndim == -1) {           /* the shape of operand a */
+        if (a < 0 || a >= t->n)
+            return ad_fail(t, AD_EINVAL, t->n, "no operand to take a shape "
+                           "from");
+        const ad_block *ab = t->aux[a] >= 0 ? &t->blk[t->aux[a]] : 0;
+        ndim = ab ? ab->ndim : 0;
+        for (int d = 0; d < ndim; ++d)  /* a copy: blk may move on append */
+            same[d] = ab->shape[d];
+        shape = same;
+    }
+    int status = append(t, op, a, b, imm, val, ndim, shape, 0, 0);
+    if (status != AD_OK)
+        return status;
+    const ad_block *bk = &t->blk[t->aux[t->n - 1]];
+    int64_t bad = 0;
+    for (int64_t k = 0; k < bk->size; ++k)
+        bad += !isfinite(bk->val[k]);
+    t->last_nonfinite = bad;
+    return AD_OK;
 }
 
 /* GATHER: nmap == the output's size, entries index the operand.

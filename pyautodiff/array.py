@@ -196,40 +196,48 @@ class Array:
         t.backward([self._i], [seed], _core.SWEEP_ACCUM)
 
 
-def _append(t, obj, op, a, b, imm, arr, variable=True):
-    """Record entry (op, a, b, imm) on tape t with values in arr (C computes
-    them) as obj, which becomes an Array on t.  A leaf is a variable (it gets
-    gradients) or a constant."""
-    t._check_open()
-    t.flush()                     # entries below must be in C first
-    shape = ffi.new("int64_t[]", arr.shape or (0,))
+_LEAF = OPS["LEAF"]
+
+
+def _append(t, obj, op, a, b, imm, arr, variable=True, same_shape=False):
+    """Record entry (op, a, b, imm) on the open tape t with values in arr (C
+    computes them) as obj, which becomes an Array on t.  A leaf is a
+    variable (it gets gradients) or a constant.  same_shape: arr has operand
+    a's shape, which C then takes from a (no shape to pass)."""
+    if len(t.nodes) != t.nflushed:
+        t.flush()                     # entries below must be in C first
     if arr.size:
         val = ffi.from_buffer("double[]", arr, require_writable=True)
     else:
         val = ffi.new("double[1]")    # a valid pointer that is never read
         t.keep_alive(val)
-    if op == OPS["LEAF"]:
-        status = lib.ad_array_leaf(t._c, val, arr.ndim, shape, variable)
+    if same_shape:
+        status = lib.ad_array_append(t._c, op, a, b, imm, val, -1, ffi.NULL)
     else:
-        status = lib.ad_array_append(t._c, op, a, b, imm, val, arr.ndim, shape)
-    t.refresh_pointers()            # the C arrays may have grown
-    _core.check(status, t._c)
+        shape = ffi.new("int64_t[]", arr.shape or (0,))
+        if op == _LEAF:
+            status = lib.ad_array_leaf(t._c, val, arr.ndim, shape, variable)
+        else:
+            status = lib.ad_array_append(t._c, op, a, b, imm, val, arr.ndim, shape)
+    if status:
+        _core.check(status, t._c)
     obj._d = arr
     obj._t = t
     obj._i = len(t.nodes)
     t.nodes.append(obj)
     t.nflushed += 1
-    if op != OPS["LEAF"]:
+    if op != _LEAF:
         arr.flags.writeable = False   # the tape's record of a result
     return obj
 
 
-def _new(cls, t, op, a, b, imm, shape, numpy_equivalent=None):
+def _new(cls, t, op, a, b, imm, shape, numpy_equivalent=None, same_shape=False):
     """A new result entry.  Where it holds a NaN or an infinity, anomaly
     mode names the op; otherwise numpy_equivalent() runs the same operation
     in NumPy, for NumPy's own warnings under np.errstate (log(0), 1/0 ...)."""
-    out = _append(t, object.__new__(cls), op, a, b, imm, np.empty(shape))
-    if not np.isfinite(out._d).all():
+    out = _append(t, object.__new__(cls), op, a, b, imm, np.empty(shape),
+                  same_shape=same_shape)
+    if t._c.last_nonfinite:
         if state.anomaly:
             kind = "nan" if np.isnan(out._d).any() else "inf"
             raise FloatingPointError(f"{_core.OP_NAMES[op]} at tape index "
@@ -266,7 +274,7 @@ def _binary(self, other, name):
     if isinstance(other, numbers.Real) and not isinstance(other, (bool, np.bool_)):
         c = -float(other) if cexpr == "-other" else float(other)
         return _new(Array, t, OPS[vc_op], _operand(self, t)[0], -1, c, self._d.shape,
-                    lambda: _detached_binary(self, other, name))
+                    lambda: _detached_binary(self, other, name), same_shape=True)
     if not isinstance(other, (Array, Value, np.ndarray, list, tuple)):
         return NotImplemented
     a, sa = _operand(self, t)
@@ -274,8 +282,11 @@ def _binary(self, other, name):
     if reflected:               # other <op> self, other not a number
         a, b, sa, sb = b, a, sb, sa
         vv_op = BINARY[REFLECTED_OF[name]][0]
-    shape = sa if sa == sb else _broadcast_shape(vv_op.lower(), sa, sb)
-    return _new(Array, t, OPS[vv_op], a, b, 0.0, shape,
+    if sa == sb:
+        return _new(Array, t, OPS[vv_op], a, b, 0.0, sa,
+                    lambda: _detached_binary(self, other, name), same_shape=True)
+    return _new(Array, t, OPS[vv_op], a, b, 0.0,
+                _broadcast_shape(vv_op.lower(), sa, sb),
                 lambda: _detached_binary(self, other, name))
 
 
@@ -289,7 +300,7 @@ def _unary(self, name):
     if t is NO_GRAD:
         return _detached(_NUMPY_UNARY[name](self._d))
     return _new(Array, t, OPS[UNARY[name]], _operand(self, t)[0], -1, 0.0,
-                self._d.shape, lambda: _NUMPY_UNARY[name](self._d))
+                self._d.shape, lambda: _NUMPY_UNARY[name](self._d), same_shape=True)
 
 
 _REDUCERS = {"SUM": np.sum, "MEAN": np.mean, "MAX": np.max, "MIN": np.min}
@@ -429,7 +440,6 @@ def _mapped(t, op, a, shape, index_map):
     cmap = ffi.from_buffer("int64_t[]", index_map) if index_map.size else ffi.NULL
     status = lib.ad_array_append_map(t._c, op, a, val, arr.ndim, cshape, cmap,
                                      index_map.size)
-    t.refresh_pointers()
     _core.check(status, t._c)
     out._d = arr
     out._t = t

@@ -127,7 +127,7 @@ class Tape:
 
     __slots__ = ("_c", "nodes", "buf", "limit", "nflushed", "tid", "closed",
                  "parent", "imports", "compact_at", "_tokens", "_frozen",
-                 "_gradp", "_flagp", "custom", "_entered", "_kept",
+                 "custom", "_entered", "_kept",
                  "_frozen_arrays", "externs", "sweep_mode", "callback_error",
                  "__weakref__")
 
@@ -149,8 +149,7 @@ class Tape:
         self.callback_error = None
         _core.register_callbacks(self._c, self)
         self._entered = False
-        self._frozen = None      # grads kept after close, by entry
-        self.refresh_pointers()
+        self._frozen = None      # grads kept after release, by entry
         self._update_limit()
 
     # -- recording ---------------------------------------------------------
@@ -194,12 +193,6 @@ class Tape:
         self._check_open()
         return record_into(self, _new(cls), op, a, b, imm, d, flags)
 
-    def refresh_pointers(self):
-        """Re-read the C arrays' addresses (after anything that may grow or
-        shrink them)."""
-        self._gradp = self._c.grad
-        self._flagp = self._c.flags
-
     def _reserve(self, n):
         """Room in buf for the records of entries below n."""
         have = len(self.buf) >> RECORD_SHIFT
@@ -218,7 +211,6 @@ class Tape:
                                            count), self._c)
         finally:
             ffi.release(recs)
-            self.refresh_pointers()     # moved, even when a later one failed
         self.nflushed += count
 
     def compact(self):
@@ -229,12 +221,9 @@ class Tape:
         refs = np.fromiter(map(sys.getrefcount, nodes), np.intp, n)
         keep = (refs > _BASE_REFS).astype(np.uint8)
         newidx = np.empty(n, np.int64)
-        try:
-            _core.check(lib.ad_tape_compact(
-                self._c, n, ffi.from_buffer("uint8_t[]", keep),
-                ffi.from_buffer("int64_t[]", newidx)), self._c)
-        finally:
-            self.refresh_pointers()     # a shrunk tape has moved
+        _core.check(lib.ad_tape_compact(
+            self._c, n, ffi.from_buffer("uint8_t[]", keep),
+            ffi.from_buffer("int64_t[]", newidx)), self._c)
         dropped = np.flatnonzero(newidx < 0)
         if len(dropped):
             # entries below the first dropped one keep their index
@@ -267,25 +256,25 @@ class Tape:
 
     def grad_of(self, i):
         if self._frozen is not None:
-            return self._frozen[i]
+            return self._frozen.get(i, 0.0)
         if i >= self.nflushed:
             return 0.0          # no sweep has reached a buffered entry
-        return self._gradp[i]
+        return self._c.grad[i]
 
     def flags_of(self, i):
         if self._frozen is not None or i >= self.nflushed:
             return 0
-        return self._flagp[i]
+        return self._c.flags[i]
 
     def set_grad(self, i, g, is_float=None):
         """Assign entry i's grad; is_float (micrograd's typing) says whether
         it now reads as a float or an int."""
         self._check_open()
         self.flush()
-        self._gradp[i] = g
+        self._c.grad[i] = g
         if is_float is not None:
             bit = _core.FLAG_GRAD_FLOAT
-            self._flagp[i] = (self._flagp[i] & ~bit) | (bit if is_float else 0)
+            self._c.flags[i] = (self._c.flags[i] & ~bit) | (bit if is_float else 0)
 
     def set_value(self, i, d, is_int=False):
         """A new value for entry i (its .data assigned).  A leaf's value is
@@ -337,7 +326,7 @@ class Tape:
         if node._i >= self.nflushed:
             return 0.0
         if self._c.aux[node._i] < 0:
-            return self._gradp[node._i]
+            return self._c.grad[node._i]
         return node.grad
 
     # -- extern entries (rules in Python, called from the C sweeps) ---------
@@ -415,7 +404,7 @@ class Tape:
         by_tape = {}
         for (outer, proxy), g in zip(self.imports.items(), swept):
             j = proxy._i
-            if j <= top and self._flagp[j] & lib.AD_FLAG_MARK and np.any(g != 0.0):
+            if j <= top and self._c.flags[j] & lib.AD_FLAG_MARK and np.any(g != 0.0):
                 ids, seeds = by_tape.setdefault(outer._t, ([], []))
                 ids.append(outer._i)
                 seeds.append(g)
@@ -473,15 +462,20 @@ class Tape:
             raise TapeError("this tape is in use: it is released when its "
                             "'with' block ends")
         self.flush()
-        n = self.nflushed
-        self._frozen = list(ffi.unpack(self._c.grad, n)) if n else []
-        for i, node in enumerate(self.nodes[:n]):
-            if self._c.aux[i] >= 0:
-                p = lib.ad_array_grad(self._c, i)
-                if p != ffi.NULL:
-                    size = node._d.size
-                    self._frozen_arrays[i] = np.frombuffer(
-                        ffi.buffer(p, 8 * size)).reshape(node._d.shape).copy()
+        # keep the gradients of the Values and Arrays someone still holds
+        nodes = self.nodes
+        refs = np.fromiter(map(sys.getrefcount, nodes), np.intp, len(nodes))
+        c = self._c
+        self._frozen = {}
+        for i in np.flatnonzero(refs > _BASE_REFS).tolist():
+            if c.aux[i] < 0:
+                self._frozen[i] = c.grad[i]
+                continue
+            p = lib.ad_array_grad(c, i)
+            if p != ffi.NULL:
+                d = nodes[i]._d
+                self._frozen_arrays[i] = np.frombuffer(
+                    ffi.buffer(p, 8 * d.size)).reshape(d.shape).copy()
         self.closed = True
         self.nodes = []
         self.buf = bytearray()
@@ -489,7 +483,6 @@ class Tape:
         self.externs = {}
         self.parent = None
         self._c = None
-        self._gradp = self._flagp = None
         self.limit = -1
 
     # -- inspection --------------------------------------------------------
@@ -501,7 +494,8 @@ class Tape:
     def nbytes(self):
         """Bytes held by the C tape and the record buffer."""
         if self.closed:
-            return 0 if self._frozen is None else 8 * len(self._frozen)
+            return 8 * len(self._frozen) + sum(g.nbytes for g in
+                                               self._frozen_arrays.values())
         return int(lib.ad_tape_nbytes(self._c)) + len(self.buf)
 
     def __repr__(self):
