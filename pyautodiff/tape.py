@@ -134,7 +134,7 @@ class Tape:
     def __init__(self):
         self._c = _core.new_tape()
         self.nodes = []          # nodes[i] is the object of entry i
-        self.buf = bytearray(SPILL_EVERY << RECORD_SHIFT)  # record i at i << 5
+        self.buf = bytearray(1024 << RECORD_SHIFT)  # record i at i << 5; grows
         self.nflushed = 0        # entries already in the C tape
         self.tid = get_ident()
         self.closed = False
@@ -178,7 +178,7 @@ class Tape:
             self.compact()
         elif len(self.nodes) - self.nflushed >= SPILL_EVERY:
             self.flush()
-        self._reserve(len(self.nodes) + SPILL_EVERY)
+        self._reserve(len(self.nodes) + 2)
         if len(self.nodes) > self._c.max_entries:
             # operand indices are int32: refuse the entry, keep the rest
             self.nodes.pop()
