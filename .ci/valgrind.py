@@ -10,8 +10,8 @@ import subprocess
 import sys
 import tempfile
 
-OUR_CODE = re.compile(r"\b(ad_[a-z_]+|reverse_entry|hands_float|shrink|grow) "
-                      r"\((tape|reverse|forward|opinfo)\.c:")
+OUR_CODE = re.compile(r"\b(ad_[a-z_]+|reverse_entry|reverse_array|forward_array|hands_float|shrink|grow|append) "
+                      r"\((tape|reverse|forward|opinfo|blocks|blockcache)\.c:")
 
 
 def workload():

@@ -320,31 +320,15 @@ int ad_block_prepare(ad_tape *t, int64_t i, int mode)
     size_t bytes = (size_t)(bk->size ? bk->size : 1) * sizeof(double);
     if (mode == AD_SWEEP_INPLACE) {
         /* in place, the sweep runs through grad itself */
-        if (!bk->grad && !(bk->grad = calloc(1, bytes)))
+        if (!bk->grad && !(bk->grad = ad_block_calloc(bk->size)))
             return ad_fail(t, AD_ENOMEM, i, "out of memory for gradients");
         return AD_OK;
     }
     if (!bk->adj) {
-        if (!(bk->adj = calloc(1, bytes)))   /* calloc: already zero */
+        if (!(bk->adj = ad_block_calloc(bk->size)))     /* zeroed */
             return ad_fail(t, AD_ENOMEM, i, "out of memory for adjoints");
     } else {
         memset(bk->adj, 0, bytes);
-    }
-    return AD_OK;
-}
-
-/* Blocks for every array entry up to top, all allocated before a sweep
- * starts, so an allocation failure leaves the tape as it was.             */
-int ad_blocks_prepare(ad_tape *t, int64_t top, int mode)
-{
-    if (t->nblk == 0)
-        return AD_OK;
-    for (int64_t i = 0; i <= top; ++i) {
-        if (!(t->flags[i] & AD_FLAG_VARIABLE))
-            continue;           /* constants take no adjoint */
-        int status = ad_block_prepare(t, i, mode);
-        if (status != AD_OK)
-            return status;
     }
     return AD_OK;
 }

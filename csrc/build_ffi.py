@@ -12,7 +12,8 @@ from cffi import FFI
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-SOURCES = ["tape.c", "opinfo.c", "blocks.c", "forward.c", "reverse.c"]
+SOURCES = ["tape.c", "opinfo.c", "blocks.c", "blockcache.c", "forward.c",
+           "reverse.c"]
 
 
 def package_version():
@@ -56,7 +57,7 @@ ffibuilder.set_source(
     include_dirs=[os.path.relpath(HERE, ROOT)],
     extra_compile_args=extra_compile_args(),
     extra_link_args=os.environ.get("PYAUTODIFF_LDFLAGS", "").split(),
-    libraries=["m"],
+    libraries=["m", "pthread"],
 )
 
 if __name__ == "__main__":

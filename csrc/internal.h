@@ -85,6 +85,11 @@ void ad_iter_init(ad_iter *it, int nd, const int64_t *shape,
 
 int ad_forward_entry(ad_tape *t, int64_t i, int check);
 
+/* Zeroed blocks of count doubles for adjoints and gradients (blockcache.c);
+ * give them back with ad_block_release. */
+double *ad_block_calloc(int64_t count);
+void ad_block_release(double *p, int64_t count);
+
 /* An operation's entry is a variable when an operand is. */
 static inline uint8_t ad_inherited_flags(const ad_tape *t, int64_t a, int64_t b)
 {
@@ -95,7 +100,6 @@ static inline uint8_t ad_inherited_flags(const ad_tape *t, int64_t a, int64_t b)
         f |= t->flags[b] & AD_FLAG_VARIABLE;
     return f;
 }
-int ad_blocks_prepare(ad_tape *t, int64_t top, int mode);
 int ad_block_prepare(ad_tape *t, int64_t i, int mode);
 
 #endif

@@ -231,16 +231,18 @@ int ad_backward_arrays(ad_tape *t, int64_t nseeds, const int64_t *idx,
      * left by an earlier backward are propagated again, as micrograd does. */
     double *g = mode == AD_SWEEP_INPLACE ? t->grad : t->adj;
 
-    int status = ad_blocks_prepare(t, top, mode);
-    if (status != AD_OK)
-        return status;
+    int status = AD_OK;
     for (int64_t i = 0; i <= top; ++i)
         f[i] &= (uint8_t)~AD_FLAG_MARK;
     if (mode == AD_SWEEP_ACCUM)
         for (int64_t i = 0; i <= top; ++i)
             g[i] = 0.0;
     for (int64_t k = 0; k < nseeds; ++k) {
-        f[idx[k]] |= AD_FLAG_MARK;
+        if (!(f[idx[k]] & AD_FLAG_MARK)) {
+            f[idx[k]] |= AD_FLAG_MARK;
+            if ((status = ad_block_prepare(t, idx[k], mode)) != AD_OK)
+                return status;
+        }
         if (t->aux[idx[k]] >= 0) {
             ad_block *bk = &t->blk[t->aux[idx[k]]];
             double *ga = mode == AD_SWEEP_INPLACE ? bk->grad : bk->adj;
@@ -258,11 +260,18 @@ int ad_backward_arrays(ad_tape *t, int64_t nseeds, const int64_t *idx,
     for (int64_t i = top; i >= 0; --i) {
         if (!(f[i] & AD_FLAG_MARK))
             continue;
-        /* constants (operands depending on no variable) are not swept */
-        if (A[i] >= 0 && (f[A[i]] & AD_FLAG_VARIABLE))
-            f[A[i]] |= AD_FLAG_MARK;
-        if (B[i] >= 0 && (f[B[i]] & AD_FLAG_VARIABLE))
-            f[B[i]] |= AD_FLAG_MARK;
+        /* constants (operands depending on no variable) are not swept;
+         * an array operand gets its (zeroed) adjoint block when first
+         * reached, so a sweep costs what the root's graph costs */
+        int64_t ops[2] = {A[i], B[i]};
+        for (int k = 0; k < 2; ++k) {
+            int64_t j = ops[k];
+            if (j < 0 || !(f[j] & AD_FLAG_VARIABLE) || (f[j] & AD_FLAG_MARK))
+                continue;
+            f[j] |= AD_FLAG_MARK;
+            if ((status = ad_block_prepare(t, j, mode)) != AD_OK)
+                return status;
+        }
         status = reverse_entry(t, g, i, mode, check);
         if (status != AD_OK)
             return status;

@@ -44,8 +44,8 @@ void ad_tape_free(ad_tape *t)
     free(t->grad);
     free(t->flags);
     for (int64_t k = 0; k < t->nblk; ++k) {
-        free(t->blk[k].adj);
-        free(t->blk[k].grad);
+        ad_block_release(t->blk[k].adj, t->blk[k].size);
+        ad_block_release(t->blk[k].grad, t->blk[k].size);
         free(t->blk[k].map);
     }
     free(t->blk);
@@ -146,8 +146,8 @@ int ad_tape_append(ad_tape *t, const ad_record *recs, int64_t count)
 
 static void free_block(ad_block *bk)
 {
-    free(bk->adj);
-    free(bk->grad);
+    ad_block_release(bk->adj, bk->size);
+    ad_block_release(bk->grad, bk->size);
     free(bk->map);
     bk->adj = bk->grad = 0;
     bk->map = 0;

@@ -228,6 +228,9 @@ def _append(t, obj, op, a, b, imm, arr, variable=True, same_shape=False):
     t.nflushed += 1
     if op != _LEAF:
         arr.flags.writeable = False   # the tape's record of a result
+    t.array_elems += arr.size
+    if t.array_elems > t.compact_elems:
+        t.compact()                   # big arrays fill memory before entries do
     return obj
 
 
@@ -309,8 +312,13 @@ _REDUCERS = {"SUM": np.sum, "MEAN": np.mean, "MAX": np.max, "MIN": np.min}
 def _reduce(self, axis, keepdims, mean=False, op="SUM"):
     name = "MEAN" if mean else op
     shape = self._d.shape
-    axes = tuple(range(len(shape))) if axis is None else \
-        normalize_axis_tuple(axis, len(shape))
+    if not shape:
+        # NumPy lets sum/max/min take axis 0 or -1 on a 0-d array; mean not
+        axes = () if axis is None or (not mean and axis in (0, -1, (0,), (-1,))) \
+            else normalize_axis_tuple(axis, 0)
+    else:
+        axes = tuple(range(len(shape))) if axis is None else \
+            normalize_axis_tuple(axis, len(shape))
     kept = tuple(1 if d in axes else n for d, n in enumerate(shape))
     if name in ("MAX", "MIN") and any(shape[d] == 0 for d in axes):
         raise ValueError(f"{name.lower()} of an empty axis has no identity")
@@ -447,6 +455,7 @@ def _mapped(t, op, a, shape, index_map):
     t.nodes.append(out)
     t.nflushed += 1
     arr.flags.writeable = False
+    t.array_elems += arr.size
     return out
 
 

@@ -33,6 +33,7 @@ from ._core import TapeError, ffi, lib
 
 SPILL_EVERY = 1 << 15      # records buffered in Python before a flush to C
 COMPACT_MIN = 1 << 16      # entries a tape may grow by before a compaction
+COMPACT_MIN_ELEMENTS = 1 << 23   # ... and array elements (64 MiB of values)
 
 _pack_into = struct.Struct(_core.RECORD_FORMAT).pack_into
 RECORD_SHIFT = 5                 # record i starts at byte i << RECORD_SHIFT
@@ -127,7 +128,7 @@ class Tape:
 
     __slots__ = ("_c", "nodes", "buf", "limit", "nflushed", "tid", "closed",
                  "parent", "imports", "compact_at", "_tokens", "_frozen",
-                 "custom", "_entered", "_kept",
+                 "custom", "_entered", "_kept", "array_elems", "compact_elems",
                  "_frozen_arrays", "externs", "sweep_mode", "callback_error",
                  "__weakref__")
 
@@ -141,6 +142,8 @@ class Tape:
         self.parent = None       # enclosing tape while an explicit one is open
         self.imports = {}        # outer Value -> its leaf on this tape
         self.compact_at = COMPACT_MIN
+        self.array_elems = 0     # elements of the array entries on the tape
+        self.compact_elems = COMPACT_MIN_ELEMENTS
         self.custom = 0          # nodes whose derivative rule is Python code
         self._kept = []          # cdata the C tape points into
         self._frozen_arrays = {}
@@ -241,6 +244,10 @@ class Tape:
         if self.custom:       # some may be gone now
             self.custom = sum(getattr(n, "_bw", None) is not None for n in nodes)
         self.compact_at = max(2 * len(nodes), len(nodes) + COMPACT_MIN)
+        self.array_elems = sum(np.size(node._d) for node in nodes
+                               if isinstance(node._d, np.ndarray))
+        self.compact_elems = max(2 * self.array_elems,
+                                 self.array_elems + COMPACT_MIN_ELEMENTS)
         del self.buf[(len(nodes) + 2 * SPILL_EVERY) << RECORD_SHIFT:]
         self._update_limit()
 
