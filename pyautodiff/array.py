@@ -199,6 +199,15 @@ class Array:
 _LEAF = OPS["LEAF"]
 
 
+def _values_pointer(t, arr):
+    """arr's memory for the C tape (a valid pointer even when arr is empty)."""
+    if arr.size:
+        return ffi.from_buffer("double[]", arr, require_writable=True)
+    val = ffi.new("double[1]")        # never read
+    t.keep_alive(val)
+    return val
+
+
 def _append(t, obj, op, a, b, imm, arr, variable=True, same_shape=False):
     """Record entry (op, a, b, imm) on the open tape t with values in arr (C
     computes them) as obj, which becomes an Array on t.  A leaf is a
@@ -206,11 +215,7 @@ def _append(t, obj, op, a, b, imm, arr, variable=True, same_shape=False):
     a's shape, which C then takes from a (no shape to pass)."""
     if len(t.nodes) != t.nflushed:
         t.flush()                     # entries below must be in C first
-    if arr.size:
-        val = ffi.from_buffer("double[]", arr, require_writable=True)
-    else:
-        val = ffi.new("double[1]")    # a valid pointer that is never read
-        t.keep_alive(val)
+    val = _values_pointer(t, arr)
     if same_shape:
         status = lib.ad_array_append(t._c, op, a, b, imm, val, -1, ffi.NULL)
     else:
@@ -221,6 +226,11 @@ def _append(t, obj, op, a, b, imm, arr, variable=True, same_shape=False):
             status = lib.ad_array_append(t._c, op, a, b, imm, val, arr.ndim, shape)
     if status:
         _core.check(status, t._c)
+    return _keep_result(t, obj, op, arr)
+
+
+def _keep_result(t, obj, op, arr):
+    """obj becomes the Array of the entry just appended to t's C tape."""
     obj._d = arr
     obj._t = t
     obj._i = len(t.nodes)
@@ -436,27 +446,15 @@ def _gather(self, select):
 
 def _mapped(t, op, a, shape, index_map):
     index_map = np.ascontiguousarray(index_map, dtype=np.int64).reshape(-1)
-    out = object.__new__(Array)
     arr = np.empty(shape)
     t._check_open()
     t.flush()
-    cshape = ffi.new("int64_t[]", arr.shape or (0,))
-    val = (ffi.from_buffer("double[]", arr, require_writable=True) if arr.size
-           else ffi.new("double[1]"))
-    if not arr.size:
-        t.keep_alive(val)
     cmap = ffi.from_buffer("int64_t[]", index_map) if index_map.size else ffi.NULL
-    status = lib.ad_array_append_map(t._c, op, a, val, arr.ndim, cshape, cmap,
-                                     index_map.size)
+    status = lib.ad_array_append_map(
+        t._c, op, a, _values_pointer(t, arr), arr.ndim,
+        ffi.new("int64_t[]", arr.shape or (0,)), cmap, index_map.size)
     _core.check(status, t._c)
-    out._d = arr
-    out._t = t
-    out._i = len(t.nodes)
-    t.nodes.append(out)
-    t.nflushed += 1
-    arr.flags.writeable = False
-    t.array_elems += arr.size
-    return out
+    return _keep_result(t, object.__new__(Array), op, arr)
 
 
 def _scatter(x, shape, positions):
