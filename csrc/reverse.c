@@ -263,15 +263,17 @@ int ad_backward_arrays(ad_tape *t, int64_t nseeds, const int64_t *idx,
         /* constants (operands depending on no variable) are not swept;
          * an array operand gets its (zeroed) adjoint block when first
          * reached, so a sweep costs what the root's graph costs */
-        int64_t ops[2] = {A[i], B[i]};
-        for (int k = 0; k < 2; ++k) {
-            int64_t j = ops[k];
-            if (j < 0 || !(f[j] & AD_FLAG_VARIABLE) || (f[j] & AD_FLAG_MARK))
-                continue;
-            f[j] |= AD_FLAG_MARK;
-            if ((status = ad_block_prepare(t, j, mode)) != AD_OK)
-                return status;
+#define REACH(j)                                                             \
+        if ((j) >= 0 && (f[j] & (AD_FLAG_VARIABLE | AD_FLAG_MARK))           \
+                            == AD_FLAG_VARIABLE) {                           \
+            f[j] |= AD_FLAG_MARK;                                            \
+            if (t->aux[j] >= 0 &&                                            \
+                (status = ad_block_prepare(t, (j), mode)) != AD_OK)          \
+                return status;                                               \
         }
+        REACH(A[i])
+        REACH(B[i])
+#undef REACH
         status = reverse_entry(t, g, i, mode, check);
         if (status != AD_OK)
             return status;
