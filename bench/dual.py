@@ -75,7 +75,8 @@ class Dual:
         return Dual(math.log(self.a), self.b / self.a)
 
     def sigmoid(self):
-        s = 1.0 / (1.0 + math.exp(-self.a))
+        e = math.exp(-abs(self.a))          # never overflows
+        s = 1.0 / (1.0 + e) if self.a >= 0 else e / (1.0 + e)
         return Dual(s, s * (1 - s) * self.b)
 
     def sin(self):

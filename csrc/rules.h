@@ -23,7 +23,8 @@
     X(AD_DIVC,    x / c)                                                     \
     X(AD_RSUBC,   c - x)                                                     \
     X(AD_RDIVC,   c / x)                                                     \
-    X(AD_POWC,    c == 2.0 ? x * x : pow(x, c))   /* the same, only faster */\
+    X(AD_POWC,    pow(x, c))    /* not x*x for c == 2: Python's pow may differ \
+                                   in the last bit, and replays must not */ \
     X(AD_RPOWC,   pow(c, x))                                                 \
     X(AD_NEG,     -x)                                                        \
     X(AD_ABS,     fabs(x))                                                   \
@@ -53,7 +54,7 @@
     X(AD_DIVC,    GA += g / c)                                               \
     X(AD_RSUBC,   GA -= g)                                                   \
     X(AD_RDIVC,   GA -= g * v / x)                                           \
-    X(AD_POWC,    GA += (c == 0.0 ? 0.0 : c == 2.0 ? 2.0 * x                 \
+    X(AD_POWC,    GA += (c == 0.0 ? 0.0 : c == 2.0 ? 2.0 * x  /* = pow(x,1) */\
                          : c * pow(x, c - 1.0)) * g)                         \
     X(AD_RPOWC,   GA += (v == 0.0 ? 0.0 : v * log(c)) * g)                   \
     X(AD_NEG,     GA -= g)                                                   \
