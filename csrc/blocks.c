@@ -62,6 +62,15 @@ void ad_iter_init(ad_iter *it, int nd, const int64_t *shape,
         broadcast_strides(it->sb, nd, shape, b->ndim, b->shape);
     else
         memset(it->sb, 0, sizeof it->sb);
+    /* flat when every side steps like a C-contiguous array of `shape` */
+    int64_t s = 1;
+    it->flat = 1;
+    for (int d = nd - 1; d >= 0; --d) {
+        if (shape[d] != 1 && (it->so[d] != s || it->sa[d] != s ||
+                              (b && it->sb[d] != s)))
+            it->flat = 0;
+        s *= shape[d];
+    }
 }
 
 /* Does an operand of shape (ondim, oshape) broadcast to (nd, shape)? */

@@ -44,6 +44,7 @@ static inline double ad_sigmoid(double x)
  * that is broadcasting, and for a reduction's output, accumulation.        */
 typedef struct ad_iter {
     int nd;
+    int flat;               /* no broadcasting: one flat index for all */
     int64_t size;
     int64_t shape[AD_MAXDIM];
     int64_t so[AD_MAXDIM], sa[AD_MAXDIM], sb[AD_MAXDIM];
@@ -65,6 +66,14 @@ void ad_iter_init(ad_iter *it, int nd, const int64_t *shape,
  * kb set; it must not `continue`. */
 #define AD_ITERATE(it, ...)                                                  \
     do {                                                                     \
+        if ((it)->flat) {                                                    \
+            for (int64_t ko = 0; ko < (it)->size; ++ko) {                    \
+                const int64_t ka = ko, kb = ko;                              \
+                (void)ka; (void)kb;                                          \
+                __VA_ARGS__;                                                 \
+            }                                                                \
+            break;                                                           \
+        }                                                                    \
         int64_t idx_[AD_MAXDIM] = {0};                                       \
         int64_t ko = 0, ka = 0, kb = 0;                                      \
         for (int64_t n_ = 0; n_ < (it)->size; ++n_) {                        \

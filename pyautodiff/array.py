@@ -241,6 +241,8 @@ def _keep_result(t, obj, op, arr):
     t.array_elems += arr.size
     if t.array_elems > t.compact_elems:
         t.compact()                   # big arrays fill memory before entries do
+    if obj._i >= t.limit:
+        t.spill()                     # room in the record buffer, as scalars do
     return obj
 
 

@@ -449,3 +449,17 @@ def test_non_contiguous_and_read_only_inputs():
     np.testing.assert_array_equal(base, np.arange(12.0).reshape(3, 4))  # untouched
     ints = ad.Array(np.array([1, 2], dtype=np.int32))
     assert ints.dtype == np.float64
+
+
+def test_scalar_records_after_many_array_entries():
+    # array entries advance the entry count without a scalar record; the
+    # record buffer must still have room for the next scalar operation
+    with ad.Tape():
+        a = ad.Array([1.0, 2.0])
+        for _ in range(5000):
+            a = a * 1.0
+        v = ad.Value(2.0)
+        w = v * 3.0 + a.sum()
+        w.backward()
+        assert v.grad == 3.0
+        np.testing.assert_array_equal(a.grad, [1.0, 1.0])
