@@ -172,7 +172,6 @@ ad_tape *ad_tape_new(void);
 void ad_tape_free(ad_tape *t);
 int ad_tape_reserve(ad_tape *t, int64_t cap);
 int ad_tape_append(ad_tape *t, const ad_record *recs, int64_t count);
-void ad_tape_truncate(ad_tape *t, int64_t n);
 int ad_tape_compact(ad_tape *t, int64_t n, const uint8_t *keep,
                     int64_t *newidx);
 int64_t ad_tape_nbytes(const ad_tape *t);

@@ -153,22 +153,6 @@ static void free_block(ad_block *bk)
     bk->map = 0;
 }
 
-void ad_tape_truncate(ad_tape *t, int64_t n)
-{
-    if (n < 0 || n >= t->n)
-        return;
-    /* blocks follow their entries' order: the dropped ones are the last */
-    int64_t first = t->nblk;
-    for (int64_t i = n; i < t->n; ++i)
-        if (t->aux[i] >= 0) {
-            free_block(&t->blk[t->aux[i]]);
-            if (t->aux[i] < first)
-                first = t->aux[i];
-        }
-    t->nblk = first;
-    t->n = n;
-}
-
 /* Give back memory when the tape holds far fewer entries than allocated;
  * a failed shrink just keeps the larger blocks. */
 static void shrink(ad_tape *t)

@@ -4,8 +4,6 @@ A Value or Array gives a recorded Value or Array; a plain number or
 ndarray gives NumPy's result, so the same function serves differentiated
 and plain code.
 """
-import builtins
-
 import numpy as np
 
 from .array import Array
@@ -72,4 +70,3 @@ sin = _make("sin")
 sqrt = _make("sqrt")
 tanh = _make("tanh")
 
-del builtins
