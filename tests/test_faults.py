@@ -73,3 +73,53 @@ def test_other_threads_run_during_a_long_sweep():
         th.join()
     assert x.grad == 5.0
     assert best > 0, "no other thread ran while the sweep was in C"
+
+
+def test_keyboard_interrupt_during_a_long_sweep_leaves_the_tape_consistent():
+    import _thread
+    x = ad.Value(1.0)
+    y = x
+    for _ in range(1_000_000):
+        y = y * 1.0
+    y._t.flush()
+    timer = threading.Timer(0.005, _thread.interrupt_main)
+    timer.start()
+    try:
+        for _ in range(50):        # the interrupt lands during or between sweeps
+            y.backward()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        timer.cancel()
+    x.grad = 0
+    y.backward()
+    assert x.grad == 1.0
+
+
+@pytest.mark.skipif(bool(__import__("os").environ.get("PYAUTODIFF_SANITIZED")),
+                    reason="AddressSanitizer reserves more address space than the limit")
+def test_real_allocation_failure_under_an_address_space_limit():
+    import subprocess
+    import sys
+    import textwrap
+    code = textwrap.dedent("""
+        import resource, sys
+        import numpy as np
+        import pyautodiff as ad
+        x = ad.Value(2.0)
+        keep = [x * 3.0]
+        usage = int(open('/proc/self/statm').read().split()[0]) * 4096
+        resource.setrlimit(resource.RLIMIT_AS, (usage + (300 << 20), resource.RLIM_INFINITY))
+        try:
+            big = [ad.Array(np.ones(1 << 22)) * 2.0 for _ in range(100)]
+            print('no MemoryError')
+        except MemoryError:
+            big = None
+        resource.setrlimit(resource.RLIMIT_AS, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+        keep[0].backward()
+        print('ok', x.grad)
+    """)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split() == ["ok", "3.0"], proc.stdout
