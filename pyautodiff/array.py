@@ -159,7 +159,7 @@ class Array:
         """The same elements in another shape (NumPy's rules, -1 allowed)."""
         if len(shape) == 1 and not isinstance(shape[0], numbers.Integral):
             shape = tuple(shape[0])
-        target = np.empty(self._d.shape, dtype=np.uint8).reshape(shape).shape
+        target = _shape_after(self._d.shape, lambda d: d.reshape(shape))
         t = recording_tape()
         if t is NO_GRAD:
             return _detached(self._d.reshape(target))
@@ -313,9 +313,9 @@ REFLECTED_OF = {"__radd__": "__add__", "__rsub__": "__sub__",
 def _unary(self, name):
     t = recording_tape()
     if t is NO_GRAD:
-        return _detached(_NUMPY_UNARY[name](self._d))
+        return _detached(NUMPY_UNARY[name](self._d))
     return _new(Array, t, OPS[UNARY[name]], _operand(self, t)[0], -1, 0.0,
-                self._d.shape, lambda: _NUMPY_UNARY[name](self._d), same_shape=True)
+                self._d.shape, lambda: NUMPY_UNARY[name](self._d), same_shape=True)
 
 
 _REDUCERS = {"SUM": np.sum, "MEAN": np.mean, "MAX": np.max, "MIN": np.min}
@@ -358,10 +358,18 @@ def _plain(x):
 
 _NUMPY_BINARY = {"__add__": np.add, "__sub__": np.subtract, "__mul__": np.multiply,
                  "__truediv__": np.divide, "__pow__": np.power}
-_NUMPY_UNARY = {"__neg__": np.negative, "__abs__": np.abs, "exp": np.exp,
-                "log": np.log, "tanh": np.tanh, "sin": np.sin, "cos": np.cos,
-                "sqrt": np.sqrt, "relu": lambda x: np.maximum(x, 0.0),
-                "sigmoid": lambda x: 0.5 * (1.0 + np.tanh(0.5 * x))}
+def _numpy_sigmoid(x):
+    x = np.asarray(x, dtype=np.float64)
+    e = np.exp(-np.abs(x))           # never overflows
+    return np.where(x >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
+
+
+# NumPy's version of each unary method, for plain numbers and ndarrays
+# (ad.exp & co.), no_grad, and NumPy's warnings
+NUMPY_UNARY = {"__neg__": np.negative, "__abs__": np.abs, "exp": np.exp,
+               "log": np.log, "tanh": np.tanh, "sin": np.sin, "cos": np.cos,
+               "sqrt": np.sqrt, "relu": lambda x: np.maximum(x, 0.0),
+               "sigmoid": _numpy_sigmoid}
 
 
 def _detached_binary(self, other, name):
@@ -523,7 +531,6 @@ def reshape(a, shape):
 
 def _binary_op(name, x, y):
     t = recording_tape()
-    xs = [v for v in (x, y)]
     if t is NO_GRAD:
         fn = {"MAXIMUM": np.maximum, "MINIMUM": np.minimum}[name]
         return _detached(fn(_plain(x), _plain(y)))

@@ -6,29 +6,13 @@ and plain code.
 """
 import numpy as np
 
-from .array import Array
-from .value import UNARY, Value
-
-
-def _np_relu(x):
-    return np.maximum(x, 0.0)
-
-
-def _np_sigmoid(x):
-    x = np.asarray(x, dtype=np.float64)
-    e = np.exp(-np.abs(x))           # never overflows
-    return np.where(x >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
-
-
-_NUMPY = {"abs": np.abs, "cos": np.cos, "exp": np.exp, "log": np.log,
-          "relu": _np_relu, "sigmoid": _np_sigmoid, "sin": np.sin,
-          "sqrt": np.sqrt, "tanh": np.tanh}
+from .array import NUMPY_UNARY, Array
+from .value import Value
 
 
 def _make(name):
     method = "__abs__" if name == "abs" else name
-    numpy_fn = _NUMPY[name]
-    assert method in UNARY
+    numpy_fn = NUMPY_UNARY[method]
 
     def fn(x):
         if isinstance(x, (Value, Array)):

@@ -42,14 +42,20 @@ def test_allocation_failure_is_a_memory_error_and_the_tape_survives():
         assert x.grad == 4999.0 + 30.0
 
 
-def test_other_threads_run_during_a_long_sweep():
-    # cffi releases the GIL around every C call: a long backward in one
-    # thread does not stop the others
+def _long_chain():
+    """A leaf and the end of a 10**6-entry chain on it, flushed to C."""
     x = ad.Value(1.0)
     y = x
     for _ in range(1_000_000):
         y = y * 1.0
     y._t.flush()
+    return x, y
+
+
+def test_other_threads_run_during_a_long_sweep():
+    # cffi releases the GIL around every C call: a long backward in one
+    # thread does not stop the others
+    x, y = _long_chain()
     ticks = []
     done = threading.Event()
 
@@ -77,11 +83,7 @@ def test_other_threads_run_during_a_long_sweep():
 
 def test_keyboard_interrupt_during_a_long_sweep_leaves_the_tape_consistent():
     import _thread
-    x = ad.Value(1.0)
-    y = x
-    for _ in range(1_000_000):
-        y = y * 1.0
-    y._t.flush()
+    x, y = _long_chain()
     timer = threading.Timer(0.005, _thread.interrupt_main)
     timer.start()
     try:
