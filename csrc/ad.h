@@ -17,7 +17,10 @@
  *
  * The arrays are a struct of arrays so each sweep streams through memory.
  * `adj` is scratch for one reverse sweep; `grad` accumulates across sweeps
- * (what the user reads as `.grad`).  `aux` gives an entry a block of values
+ * (what the user reads as `.grad`).  `tan` (a tangent: the derivative of
+ * `val` along one input direction) and `dadj` (the tangent of `adj`) are
+ * scratch of the forward-mode and second-order sweeps, allocated when one
+ * first runs.  `aux` gives an entry a block of values
  * instead of one double: an array entry's aux indexes `blk`, whose block
  * holds its values, adjoints, gradient and shape, so scalars and arrays
  * share one tape and one set of ops (an elementwise op on array operands
@@ -62,6 +65,10 @@ enum ad_op {
     AD_MAXIMUM, /* a b     v = max(a, b) (nan wins)  ga += g where a wins, half on ties */
     AD_MINIMUM, /* a b     v = min(a, b) (nan wins)  ga += g where a wins, half on ties */
     AD_SELECT,  /* a m     v = m != 0 ? a : 0      ga += m != 0 ? g : 0 (m: a mask) */
+    AD_LT,      /* a b     v = a < b  (1.0 or 0.0)   no derivative: a constant  */
+    AD_LE,      /* a b     v = a <= b                no derivative              */
+    AD_EQ,      /* a b     v = a == b                no derivative              */
+    AD_NE,      /* a b     v = a != b                no derivative              */
     AD_SUM,     /* a       v = sum(a over the dims v has as 1) / c   ga += g/c */
     AD_MAX,     /* a       v = max(a over the dims v has as 1)  g split among ties */
     AD_MIN,     /* a       v = min(a over the dims v has as 1)  g split among ties */
@@ -129,6 +136,8 @@ typedef struct ad_block {
     double *val;
     double *adj;
     double *grad;
+    double *tan;        /* tangent sweeps' scratch, allocated on use */
+    double *dadj;
     int64_t *map;       /* GATHER/SCATTER: flat indices, owned */
     int64_t nmap;
     int64_t size;
@@ -147,12 +156,16 @@ typedef struct ad_tape {
     double *val;        /* value                                   */
     double *adj;        /* scratch adjoint of one reverse sweep    */
     double *grad;       /* accumulated gradient                    */
+    double *tan;        /* tangent of val (NULL until a tangent sweep) */
+    double *dadj;       /* tangent of adj (NULL until a second-order sweep) */
     uint8_t *flags;     /* enum ad_flag bits                       */
     ad_block *blk;      /* blocks of array entries, by aux         */
     int64_t nblk;       /* blocks in use                           */
     int64_t blk_cap;    /* blocks allocated                        */
     ad_extern_fn extern_forward;  /* AD_EXTERN rules: forward and reverse */
     ad_extern_fn extern_reverse;
+    ad_extern_fn extern_tangent;  /* ... and of the tangent and second-order */
+    ad_extern_fn extern_second;   /*     sweeps                              */
     void *extern_ctx;
     int64_t max_entries; /* AD_MAX_ENTRIES; lower it to test the limit */
     int64_t max_bytes;  /* allocation cap (fault injection), -1: none */
@@ -195,5 +208,25 @@ int ad_backward_arrays(ad_tape *t, int64_t nseeds, const int64_t *idx,
                        const double *seed, const double *const *seed_arrays,
                        int mode, int check);
 int ad_reverse_step(ad_tape *t, int64_t i);
+
+/* Forward mode (tangent.c): tangents of entries [0, hi) from the tangents
+ * of the leaves idx[k] (seed[k] on every element, or seed_arrays[k]); every
+ * other leaf's tangent is 0.  The values must be current (ad_forward).     */
+int ad_tangent(ad_tape *t, int64_t hi, int64_t nseeds, const int64_t *idx,
+               const double *seed, const double *const *seed_arrays);
+/* Second order (second.c), after ad_tangent: one reverse sweep computing
+ * adjoints from the seeds (as ad_backward_arrays) and, with them, their
+ * tangents, so the leaves' dadj hold a Hessian-vector product.  Leaves no
+ * gradient behind.                                                        */
+int ad_second_order(ad_tape *t, int64_t nseeds, const int64_t *idx,
+                    const double *seed, const double *const *seed_arrays);
+/* Scratch of those sweeps for entry i (a scalar's one double or a block):
+ * which is 0 for adj, 1 for tan, 2 for dadj.  NULL if not allocated.      */
+double *ad_entry_scratch(ad_tape *t, int64_t i, int which);
+
+/* Guards of a recorded function: entry idx[k] must hold expected[k].
+ * Returns the first k where it does not, or -1.                           */
+int64_t ad_check_guards(const ad_tape *t, int64_t n, const int64_t *idx,
+                        const double *expected);
 
 #endif

@@ -16,16 +16,48 @@ ad_view ad_entry_view(ad_tape *t, int64_t j, double *scalar_adj)
     if (t->aux[j] < 0) {
         v.val = &t->val[j];
         v.adj = scalar_adj ? &scalar_adj[j] : 0;
+        v.tan = t->tan ? &t->tan[j] : 0;
+        v.dadj = t->dadj ? &t->dadj[j] : 0;
         v.ndim = 0;
         v.shape = 0;
     } else {
         ad_block *bk = &t->blk[t->aux[j]];
         v.val = bk->val;
         v.adj = scalar_adj == t->grad ? bk->grad : bk->adj;
+        v.tan = bk->tan;
+        v.dadj = bk->dadj;
         v.ndim = bk->ndim;
         v.shape = bk->shape;
     }
     return v;
+}
+
+double *ad_entry_scratch(ad_tape *t, int64_t i, int which)
+{
+    if (i < 0 || i >= t->n || which < 0 || which > 2)
+        return 0;
+    if (t->aux[i] < 0) {
+        double *base = which == 0 ? t->adj : which == 1 ? t->tan : t->dadj;
+        return base ? &base[i] : 0;
+    }
+    ad_block *bk = &t->blk[t->aux[i]];
+    return which == 0 ? bk->adj : which == 1 ? bk->tan : bk->dadj;
+}
+
+int ad_scratch_zero(ad_tape *t, int64_t i, int which)
+{
+    if (t->aux[i] < 0) {
+        double *base = which == 0 ? t->adj : which == 1 ? t->tan : t->dadj;
+        base[i] = 0.0;
+        return AD_OK;
+    }
+    ad_block *bk = &t->blk[t->aux[i]];
+    double **p = which == 0 ? &bk->adj : which == 1 ? &bk->tan : &bk->dadj;
+    if (*p)
+        memset(*p, 0, (size_t)bk->size * sizeof(double));
+    else if (!(*p = ad_block_calloc(bk->size)))
+        return ad_fail(t, AD_ENOMEM, i, "out of memory for tangents");
+    return AD_OK;
 }
 
 /* Strides (in elements) of a C-contiguous operand of shape oshape, seen
@@ -288,7 +320,7 @@ static int append(ad_tape *t, int op, int64_t a, int64_t b, double imm,
     t->val[i] = 0.0;
     t->adj[i] = 0.0;
     t->grad[i] = 0.0;
-    t->flags[i] = op == AD_LEAF ? 0 : ad_inherited_flags(t, a, b);
+    t->flags[i] = op == AD_LEAF ? 0 : ad_inherited_flags(t, op, a, b);
     t->nblk++;
     t->n++;
     if (op == AD_EXTERN)
@@ -358,4 +390,18 @@ int ad_array_zero_grad(ad_tape *t, int64_t i)
     if (bk->grad)
         memset(bk->grad, 0, (size_t)bk->size * sizeof(double));
     return AD_OK;
+}
+
+double *ad_ties(ad_tape *t, int64_t i)
+{
+    const ad_block *bk = &t->blk[t->aux[i]];
+    double *ties = calloc((size_t)(bk->size ? bk->size : 1), sizeof *ties);
+    if (!ties)
+        return 0;
+    ad_view o = ad_entry_view(t, i, 0);
+    ad_view a = ad_entry_view(t, t->a[i], 0);
+    ad_iter it;
+    ad_iter_init(&it, a.ndim, a.shape, &o, &a, 0);
+    AD_ITERATE(&it, ties[ko] += a.val[ka] == o.val[ko]);
+    return ties;
 }

@@ -13,7 +13,7 @@ from cffi import FFI
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 SOURCES = ["tape.c", "opinfo.c", "blocks.c", "blockcache.c", "forward.c",
-           "reverse.c"]
+           "reverse.c", "tangent.c", "second.c"]
 
 
 def package_version():
@@ -45,6 +45,8 @@ def extra_compile_args():
 PYTHON_CALLBACKS = """
 extern "Python" int pyautodiff_extern_forward(void *, int64_t);
 extern "Python" int pyautodiff_extern_reverse(void *, int64_t);
+extern "Python" int pyautodiff_extern_tangent(void *, int64_t);
+extern "Python" int pyautodiff_extern_second(void *, int64_t);
 """
 
 ffibuilder = FFI()

@@ -76,7 +76,7 @@ static int forward_array(ad_tape *t, int64_t i)
     }
     ad_iter_init(&it, o.ndim, o.shape, &o, &a, &b);
     switch ((enum ad_op)op) {
-#define ARRAY_CASE(OP, EXPR)                                                 \
+#define ARRAY_CASE(OP, AR, EXPR, DA, DB, DAA, DAB, DBB)                      \
     case OP:                                                                 \
         AD_ITERATE(&it, {                                                    \
             double x = a.val[ka], y = b.val[kb];                             \
@@ -84,7 +84,7 @@ static int forward_array(ad_tape *t, int64_t i)
             o.val[ko] = (EXPR);                                              \
         });                                                                  \
         break;
-    AD_FORWARD_RULES(ARRAY_CASE)
+    AD_ELEMENTWISE_RULES(ARRAY_CASE)
 #undef ARRAY_CASE
     case AD_LEAF: case AD_SUM: case AD_MAX: case AD_MIN: case AD_RESHAPE:
     case AD_GATHER: case AD_SCATTER: case AD_EXTERN: case AD_NUM_OPS:
@@ -112,8 +112,9 @@ int ad_forward_entry(ad_tape *t, int64_t i, int check)
     double y = t->b[i] >= 0 ? v[t->b[i]] : 0.0;
     double c = t->imm[i];
     switch ((enum ad_op)t->op[i]) {
-#define SCALAR_CASE(OP, EXPR) case OP: v[i] = (EXPR); break;
-    AD_FORWARD_RULES(SCALAR_CASE)
+#define SCALAR_CASE(OP, AR, EXPR, DA, DB, DAA, DAB, DBB)                     \
+    case OP: v[i] = (EXPR); break;
+    AD_ELEMENTWISE_RULES(SCALAR_CASE)
 #undef SCALAR_CASE
     case AD_LEAF: v[i] = c; break;
     case AD_SUM:  v[i] = x / c; break;   /* the sum of one scalar */
@@ -149,4 +150,18 @@ int ad_forward(ad_tape *t, int64_t lo, int64_t hi, int check)
             return status;
     }
     return AD_OK;
+}
+
+int64_t ad_check_guards(const ad_tape *t, int64_t n, const int64_t *idx,
+                        const double *expected)
+{
+    for (int64_t k = 0; k < n; ++k) {
+        int64_t i = idx[k];
+        double v = i >= 0 && i < t->n && t->aux[i] < 0 ? t->val[i] : NAN;
+        /* bitwise: a guard on a value used as a plain float holds only
+         * where that value is exactly what it was */
+        if (!(v == expected[k]) && !(isnan(v) && isnan(expected[k])))
+            return k;
+    }
+    return -1;
 }

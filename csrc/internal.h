@@ -54,6 +54,8 @@ typedef struct ad_iter {
 typedef struct ad_view {
     double *val;
     double *adj;
+    double *tan;        /* tangent and adjoint tangent: NULL outside the */
+    double *dadj;       /* tangent and second-order sweeps               */
     int32_t ndim;
     const int64_t *shape;
 } ad_view;
@@ -94,15 +96,42 @@ void ad_iter_init(ad_iter *it, int nd, const int64_t *shape,
 
 int ad_forward_entry(ad_tape *t, int64_t i, int check);
 
+/* d * t where a zero tangent or adjoint t contributes exactly nothing,
+ * even where the partial d is infinite or NaN (CppAD's azmul). */
+static inline double ad_azmul(double d, double t)
+{
+    return t == 0.0 ? 0.0 : d * t;
+}
+
+/* Scratch blocks of the tangent and second-order sweeps (blocks.c):
+ * make entry i's adj (0), tan (1) or dadj (2) exist, zeroed.  A scalar's
+ * is its slot in the tape's arrays of the same names.                    */
+int ad_scratch_zero(ad_tape *t, int64_t i, int which);
+/* The tape's per-entry tan (and, if second, dadj) arrays, allocated to
+ * its capacity; they are scratch, dropped when the tape grows or compacts. */
+int ad_tangent_arrays(ad_tape *t, int second);
+void ad_drop_tangent_arrays(ad_tape *t);
+/* Seeds of a sweep: in range, and leaves if leaves_only (tangent.c). */
+int ad_check_seeds(ad_tape *t, int64_t nseeds, const int64_t *idx,
+                   int leaves_only);
+/* For MAX/MIN entry i: how many operand elements equal each output
+ * element (a gradient is split evenly among ties).  Caller frees; NULL
+ * when out of memory.                                                    */
+double *ad_ties(ad_tape *t, int64_t i);
+
 /* Zeroed blocks of count doubles for adjoints and gradients (blockcache.c);
  * give them back with ad_block_release. */
 double *ad_block_calloc(int64_t count);
 void ad_block_release(double *p, int64_t count);
 
-/* An operation's entry is a variable when an operand is. */
-static inline uint8_t ad_inherited_flags(const ad_tape *t, int64_t a, int64_t b)
+/* An operation's entry is a variable when an operand is; a comparison's
+ * 1.0 or 0.0 never is (it has no derivative). */
+static inline uint8_t ad_inherited_flags(const ad_tape *t, int op, int64_t a,
+                                         int64_t b)
 {
     uint8_t f = 0;
+    if (op == AD_LT || op == AD_LE || op == AD_EQ || op == AD_NE)
+        return 0;
     if (a >= 0)
         f |= t->flags[a] & AD_FLAG_VARIABLE;
     if (b >= 0)

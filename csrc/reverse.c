@@ -38,7 +38,7 @@ static int hands_float(const ad_tape *t, int64_t i, int k)
     case AD_SIGMOID: case AD_SIN: case AD_COS: case AD_SQRT: case AD_SUM:
     case AD_RESHAPE: case AD_EXTERN: case AD_MAXIMUM: case AD_MINIMUM:
     case AD_SELECT: case AD_MAX: case AD_MIN: case AD_GATHER: case AD_SCATTER:
-    case AD_NUM_OPS:
+    case AD_LT: case AD_LE: case AD_EQ: case AD_NE: case AD_NUM_OPS:
         return 1;
     }
     return 1;
@@ -74,12 +74,10 @@ static int reverse_array(ad_tape *t, double *g, int64_t i, int check)
     } else if (op == AD_MAX || op == AD_MIN) {
         /* the gradient goes to the elements equal to the result, split
          * evenly among ties; the others (and NaN results) get nothing */
-        int64_t size = t->blk[t->aux[i]].size;
-        double *ties = calloc((size_t)(size ? size : 1), sizeof *ties);
+        double *ties = ad_ties(t, i);
         if (!ties)
             return ad_fail(t, AD_ENOMEM, i, "out of memory in max/min");
         ad_iter_init(&it, a.ndim, a.shape, &o, &a, 0);
-        AD_ITERATE(&it, ties[ko] += a.val[ka] == o.val[ko]);
         AD_ITERATE(&it, {
             if (a.val[ka] == o.val[ko] && o.adj[ko] != 0.0)
                 a.adj[ka] += o.adj[ko] / ties[ko];
@@ -107,19 +105,20 @@ static int reverse_array(ad_tape *t, double *g, int64_t i, int check)
         switch ((enum ad_op)op) {
 #define GA (*(avar ? &a.adj[ka] : &sink))
 #define GB (*(bvar ? &b.adj[kb] : &sink))
-#define ARRAY_CASE(OP, RULE)                                                 \
+#define ARRAY_CASE(OP, AR, EXPR, DA, DB, DAA, DAB, DBB)                      \
         case OP:                                                             \
             AD_ITERATE(&it, {                                                \
-                double gk = o.adj[ko];                                       \
-                if (gk != 0.0) {        /* zero adjoints stay zero */        \
+                double g = o.adj[ko];                                        \
+                if (g != 0.0) {         /* zero adjoints stay zero */        \
                     double x = a.val[ka], y = b.val[kb], v = o.val[ko];      \
-                    double g = gk;                                           \
                     (void)x; (void)y; (void)v; (void)c;                      \
-                    RULE;                                                    \
+                    GA += (DA) * g;                                          \
+                    if (AR == 2)                                             \
+                        GB += (DB) * g;                                      \
                 }                                                            \
             });                                                              \
             break;
-        AD_REVERSE_RULES(ARRAY_CASE)
+        AD_ELEMENTWISE_RULES(ARRAY_CASE)
 #undef ARRAY_CASE
 #undef GA
 #undef GB
@@ -175,8 +174,13 @@ static int reverse_entry(ad_tape *t, double *adj, int64_t i, int mode,
     switch ((enum ad_op)t->op[i]) {
 #define GA adj[a]
 #define GB adj[b]
-#define SCALAR_CASE(OP, RULE) case OP: RULE; break;
-    AD_REVERSE_RULES(SCALAR_CASE)
+#define SCALAR_CASE(OP, AR, EXPR, DA, DB, DAA, DAB, DBB)                     \
+    case OP:                                                                 \
+        GA += (DA) * g;                                                      \
+        if (AR == 2)                                                         \
+            GB += (DB) * g;                                                  \
+        break;
+    AD_ELEMENTWISE_RULES(SCALAR_CASE)
 #undef SCALAR_CASE
 #undef GA
 #undef GB

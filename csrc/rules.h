@@ -1,76 +1,84 @@
 /* rules.h -- what every elementwise op computes and how it differentiates,
- * written once.  forward.c and reverse.c expand these tables into their
- * switches: for a scalar entry once, for an array entry once per element
- * (operands broadcast against each other, NumPy style).
+ * written once.  Each sweep expands this one table into its switch: the
+ * forward sweep the value, the reverse sweep the first partials, the
+ * tangent (forward-mode) sweep the first partials again, and the
+ * second-order sweep the first and second partials.  For a scalar entry a
+ * rule runs once, for an array entry once per element (operands broadcast
+ * against each other, NumPy style).
  *
- * In the forward rules: x, y the operands' values, c the entry's constant.
- * In the reverse rules also v the entry's value and g its adjoint (never 0:
- * a zero adjoint propagates nothing), and GA, GB the operands' adjoints.
+ *   X(OP, ARITY, VALUE, DA, DB, DAA, DAB, DBB)
+ *
+ * VALUE is the entry's value from x, y (the operands' values) and c (the
+ * entry's constant); the derivatives may also use v, the value itself.
+ * DA = dv/dx, DB = dv/dy, DAA = d2v/dx2, DAB = d2v/dxdy, DBB = d2v/dy2.
+ * A derivative is only ever multiplied by a nonzero adjoint or tangent
+ * (zero ones are skipped), so an infinite partial on a branch that does
+ * not matter never becomes a NaN.  Where a partial is 0 * inf at a limit
+ * (d/dx x**0, d/dy of x**y where it is 0), the rule says 0.
+ *
  * The reductions (SUM, MAX, MIN), RESHAPE, GATHER, SCATTER, EXTERN and
- * LEAF are not elementwise and are handled where they are used.  SELECT's
- * second operand is a mask: it gets no gradient.                          */
+ * LEAF are not elementwise and are handled in each sweep.  SELECT's second
+ * operand is a mask, and comparisons give 1.0 or 0.0: neither carries a
+ * derivative.                                                              */
 #ifndef PYAUTODIFF_RULES_H
 #define PYAUTODIFF_RULES_H
 
-#define AD_FORWARD_RULES(X)                                                  \
-    X(AD_ADD,     x + y)                                                     \
-    X(AD_SUB,     x - y)                                                     \
-    X(AD_MUL,     x * y)                                                     \
-    X(AD_DIV,     x / y)                                                     \
-    X(AD_POW,     pow(x, y))                                                 \
-    X(AD_ADDC,    x + c)                                                     \
-    X(AD_MULC,    x * c)                                                     \
-    X(AD_DIVC,    x / c)                                                     \
-    X(AD_RSUBC,   c - x)                                                     \
-    X(AD_RDIVC,   c / x)                                                     \
-    X(AD_POWC,    pow(x, c))    /* not x*x for c == 2: Python's pow may differ \
-                                   in the last bit, and replays must not */ \
-    X(AD_RPOWC,   pow(c, x))                                                 \
-    X(AD_NEG,     -x)                                                        \
-    X(AD_ABS,     fabs(x))                                                   \
-    X(AD_RELU,    x < 0 ? 0.0 : x)                                           \
-    X(AD_TANH,    tanh(x))                                                   \
-    X(AD_EXP,     exp(x))                                                    \
-    X(AD_LOG,     log(x))                                                    \
-    X(AD_SIGMOID, ad_sigmoid(x))                                             \
-    X(AD_SIN,     sin(x))                                                    \
-    X(AD_COS,     cos(x))                                                    \
-    X(AD_SQRT,    sqrt(x))                                                   \
-    X(AD_MAXIMUM, (x >= y || isnan(x)) ? x : y)                              \
-    X(AD_MINIMUM, (x <= y || isnan(x)) ? x : y)                              \
-    X(AD_SELECT,  y != 0.0 ? x : 0.0)
+#define AD_ELEMENTWISE_RULES(X)                                              \
+    X(AD_ADD,     2, x + y,    1.0, 1.0,     0.0, 0.0, 0.0)                  \
+    X(AD_SUB,     2, x - y,    1.0, -1.0,    0.0, 0.0, 0.0)                  \
+    X(AD_MUL,     2, x * y,    y, x,         0.0, 1.0, 0.0)                  \
+    X(AD_DIV,     2, x / y,    1.0 / y, -v / y,                              \
+      0.0, -1.0 / (y * y), 2.0 * v / (y * y))                                \
+    X(AD_POW,     2, pow(x, y),                                              \
+      y == 0.0 ? 0.0 : y * pow(x, y - 1.0),                                  \
+      v == 0.0 ? 0.0 : v * log(x),                                           \
+      y == 0.0 || y == 1.0 ? 0.0 : y * (y - 1.0) * pow(x, y - 2.0),          \
+      x == 0.0 ? 0.0 : pow(x, y - 1.0) * (1.0 + y * log(x)),                 \
+      v == 0.0 ? 0.0 : v * log(x) * log(x))                                  \
+    X(AD_ADDC,    1, x + c,    1.0, 0.0,     0.0, 0.0, 0.0)                  \
+    X(AD_MULC,    1, x * c,    c, 0.0,       0.0, 0.0, 0.0)                  \
+    X(AD_DIVC,    1, x / c,    1.0 / c, 0.0, 0.0, 0.0, 0.0)                  \
+    X(AD_RSUBC,   1, c - x,    -1.0, 0.0,    0.0, 0.0, 0.0)                  \
+    X(AD_RDIVC,   1, c / x,    -v / x, 0.0,  2.0 * v / (x * x), 0.0, 0.0)    \
+    /* pow(x, c), not x*x for c == 2: Python's pow may differ in the last    \
+     * bit, and replays must reproduce recorded values exactly */            \
+    X(AD_POWC,    1, pow(x, c),                                              \
+      c == 0.0 ? 0.0 : c == 2.0 ? 2.0 * x : c * pow(x, c - 1.0), 0.0,       \
+      c == 0.0 || c == 1.0 ? 0.0 : c == 2.0 ? 2.0                            \
+          : c * (c - 1.0) * pow(x, c - 2.0), 0.0, 0.0)                       \
+    X(AD_RPOWC,   1, pow(c, x),                                              \
+      v == 0.0 ? 0.0 : v * log(c), 0.0,                                      \
+      v == 0.0 ? 0.0 : v * log(c) * log(c), 0.0, 0.0)                        \
+    X(AD_NEG,     1, -x,       -1.0, 0.0,    0.0, 0.0, 0.0)                  \
+    X(AD_ABS,     1, fabs(x),  x > 0 ? 1.0 : x < 0 ? -1.0 : 0.0, 0.0,        \
+      0.0, 0.0, 0.0)                                                         \
+    X(AD_RELU,    1, x < 0 ? 0.0 : x, v > 0 ? 1.0 : 0.0, 0.0,                \
+      0.0, 0.0, 0.0)                                                         \
+    X(AD_TANH,    1, tanh(x),  1.0 - v * v, 0.0,                             \
+      -2.0 * v * (1.0 - v * v), 0.0, 0.0)                                    \
+    X(AD_EXP,     1, exp(x),   v, 0.0,       v, 0.0, 0.0)                    \
+    X(AD_LOG,     1, log(x),   1.0 / x, 0.0, -1.0 / (x * x), 0.0, 0.0)       \
+    X(AD_SIGMOID, 1, ad_sigmoid(x), v * (1.0 - v), 0.0,                      \
+      v * (1.0 - v) * (1.0 - 2.0 * v), 0.0, 0.0)                             \
+    X(AD_SIN,     1, sin(x),   cos(x), 0.0,  -v, 0.0, 0.0)                   \
+    X(AD_COS,     1, cos(x),   -sin(x), 0.0, -v, 0.0, 0.0)                   \
+    X(AD_SQRT,    1, sqrt(x),  0.5 / v, 0.0, -0.25 / (v * v * v), 0.0, 0.0)  \
+    /* a NaN operand wins, as in NumPy; ties split the gradient */           \
+    X(AD_MAXIMUM, 2, (x >= y || isnan(x)) ? x : y,                           \
+      x > y ? 1.0 : x == y ? 0.5 : 0.0, y > x ? 1.0 : x == y ? 0.5 : 0.0,    \
+      0.0, 0.0, 0.0)                                                         \
+    X(AD_MINIMUM, 2, (x <= y || isnan(x)) ? x : y,                           \
+      x < y ? 1.0 : x == y ? 0.5 : 0.0, y < x ? 1.0 : x == y ? 0.5 : 0.0,    \
+      0.0, 0.0, 0.0)                                                         \
+    X(AD_SELECT,  2, y != 0.0 ? x : 0.0, y != 0.0 ? 1.0 : 0.0, 0.0,          \
+      0.0, 0.0, 0.0)                                                         \
+    X(AD_LT,      2, x < y ? 1.0 : 0.0,  0.0, 0.0, 0.0, 0.0, 0.0)            \
+    X(AD_LE,      2, x <= y ? 1.0 : 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)            \
+    X(AD_EQ,      2, x == y ? 1.0 : 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)            \
+    X(AD_NE,      2, x != y ? 1.0 : 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
 
-/* d/dx is 0 for exponent 0 and d/dy is 0 where x**y is 0 (the limits),
- * rather than 0*inf.                                                       */
-#define AD_REVERSE_RULES(X)                                                  \
-    X(AD_ADD,     GA += g; GB += g)                                          \
-    X(AD_SUB,     GA += g; GB -= g)                                          \
-    X(AD_MUL,     GA += y * g; GB += x * g)                                  \
-    X(AD_DIV,     GA += g / y; GB -= g * v / y)                              \
-    X(AD_POW,     GA += (y == 0.0 ? 0.0 : y * pow(x, y - 1.0)) * g;          \
-                  GB += (v == 0.0 ? 0.0 : v * log(x)) * g)                   \
-    X(AD_ADDC,    GA += g)                                                   \
-    X(AD_MULC,    GA += c * g)                                               \
-    X(AD_DIVC,    GA += g / c)                                               \
-    X(AD_RSUBC,   GA -= g)                                                   \
-    X(AD_RDIVC,   GA -= g * v / x)                                           \
-    X(AD_POWC,    GA += (c == 0.0 ? 0.0 : c == 2.0 ? 2.0 * x  /* = pow(x,1) */\
-                         : c * pow(x, c - 1.0)) * g)                         \
-    X(AD_RPOWC,   GA += (v == 0.0 ? 0.0 : v * log(c)) * g)                   \
-    X(AD_NEG,     GA -= g)                                                   \
-    X(AD_ABS,     GA += x > 0 ? g : x < 0 ? -g : 0.0)                        \
-    X(AD_RELU,    GA += (v > 0) * g)                                         \
-    X(AD_TANH,    GA += (1.0 - v * v) * g)                                   \
-    X(AD_EXP,     GA += v * g)                                               \
-    X(AD_LOG,     GA += g / x)                                               \
-    X(AD_SIGMOID, GA += v * (1.0 - v) * g)                                   \
-    X(AD_SIN,     GA += cos(x) * g)                                          \
-    X(AD_COS,     GA -= sin(x) * g)                                          \
-    X(AD_SQRT,    GA += g / (2.0 * v))                                       \
-    X(AD_MAXIMUM, GA += x > y ? g : x == y ? 0.5 * g : 0.0;                  \
-                  GB += y > x ? g : x == y ? 0.5 * g : 0.0)                  \
-    X(AD_MINIMUM, GA += x < y ? g : x == y ? 0.5 * g : 0.0;                  \
-                  GB += y < x ? g : x == y ? 0.5 * g : 0.0)                  \
-    X(AD_SELECT,  GA += y != 0.0 ? g : 0.0)
+/* The comparisons: their entries never depend on a variable. */
+#define AD_IS_COMPARISON(op)                                                 \
+    ((op) == AD_LT || (op) == AD_LE || (op) == AD_EQ || (op) == AD_NE)
 
 #endif

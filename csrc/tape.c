@@ -30,6 +30,35 @@ ad_tape *ad_tape_new(void)
     return t;
 }
 
+static void free_block(ad_block *bk)
+{
+    ad_block_release(bk->adj, bk->size);
+    ad_block_release(bk->grad, bk->size);
+    ad_block_release(bk->tan, bk->size);
+    ad_block_release(bk->dadj, bk->size);
+    free(bk->map);
+    bk->adj = bk->grad = bk->tan = bk->dadj = 0;
+    bk->map = 0;
+}
+
+void ad_drop_tangent_arrays(ad_tape *t)
+{
+    free(t->tan);
+    free(t->dadj);
+    t->tan = t->dadj = 0;
+}
+
+int ad_tangent_arrays(ad_tape *t, int second)
+{
+    if (!t->tan && !(t->tan = malloc((size_t)(t->cap ? t->cap : 1)
+                                     * sizeof *t->tan)))
+        return ad_fail(t, AD_ENOMEM, -1, "out of memory for tangents");
+    if (second && !t->dadj && !(t->dadj = malloc((size_t)(t->cap ? t->cap : 1)
+                                                 * sizeof *t->dadj)))
+        return ad_fail(t, AD_ENOMEM, -1, "out of memory for tangents");
+    return AD_OK;
+}
+
 void ad_tape_free(ad_tape *t)
 {
     if (!t)
@@ -43,11 +72,9 @@ void ad_tape_free(ad_tape *t)
     free(t->adj);
     free(t->grad);
     free(t->flags);
-    for (int64_t k = 0; k < t->nblk; ++k) {
-        ad_block_release(t->blk[k].adj, t->blk[k].size);
-        ad_block_release(t->blk[k].grad, t->blk[k].size);
-        free(t->blk[k].map);
-    }
+    ad_drop_tangent_arrays(t);
+    for (int64_t k = 0; k < t->nblk; ++k)
+        free_block(&t->blk[k]);
     free(t->blk);
     free(t);
 }
@@ -92,6 +119,7 @@ int ad_tape_reserve(ad_tape *t, int64_t cap)
                        "out of memory growing the tape to %lld entries",
                        (long long)want);
     t->cap = want;
+    ad_drop_tangent_arrays(t);
     return AD_OK;
 }
 
@@ -138,19 +166,11 @@ int ad_tape_append(ad_tape *t, const ad_record *recs, int64_t count)
         if (recs[k].op == AD_LEAF)
             keep |= AD_FLAG_VARIABLE;
         t->flags[i] = (uint8_t)((recs[k].flags & keep) |
-                                ad_inherited_flags(t, recs[k].a, recs[k].b));
+                                ad_inherited_flags(t, recs[k].op, recs[k].a,
+                                                   recs[k].b));
     }
     t->n += count;
     return AD_OK;
-}
-
-static void free_block(ad_block *bk)
-{
-    ad_block_release(bk->adj, bk->size);
-    ad_block_release(bk->grad, bk->size);
-    free(bk->map);
-    bk->adj = bk->grad = 0;
-    bk->map = 0;
 }
 
 /* Give back memory when the tape holds far fewer entries than allocated;
@@ -218,6 +238,7 @@ int ad_tape_compact(ad_tape *t, int64_t n, const uint8_t *keep,
     }
     t->n = j;
     t->nblk = nb;
+    ad_drop_tangent_arrays(t);
     shrink(t);
     return AD_OK;
 }

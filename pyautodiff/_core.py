@@ -68,12 +68,15 @@ _next_key = itertools.count(1)
 
 
 def register_callbacks(ctape, owner):
-    """Route ctape's extern callbacks to owner.extern_forward/reverse(i)."""
+    """Route ctape's extern callbacks to owner.extern_forward/reverse/
+    tangent/second(i)."""
     key = next(_next_key)
     _CALLBACK_OWNERS[key] = owner
     ctape.extern_ctx = ffi.cast("void *", key)
     ctape.extern_forward = lib.pyautodiff_extern_forward
     ctape.extern_reverse = lib.pyautodiff_extern_reverse
+    ctape.extern_tangent = lib.pyautodiff_extern_tangent
+    ctape.extern_second = lib.pyautodiff_extern_second
 
 
 def _dispatch(ctx, entry, method):
@@ -96,6 +99,16 @@ def pyautodiff_extern_forward(ctx, entry):
 @ffi.def_extern()
 def pyautodiff_extern_reverse(ctx, entry):
     return _dispatch(ctx, entry, "extern_reverse")
+
+
+@ffi.def_extern()
+def pyautodiff_extern_tangent(ctx, entry):
+    return _dispatch(ctx, entry, "extern_tangent")
+
+
+@ffi.def_extern()
+def pyautodiff_extern_second(ctx, entry):
+    return _dispatch(ctx, entry, "extern_second")
 
 
 def check(status, ctape, owner=None):

@@ -13,15 +13,59 @@ OPS = _core.OPS
 class ExternRule:
     """forward(*inputs) -> output; vjp(g, output, *inputs) -> one cotangent
     per input (None for none).  A rule that takes_needs is also passed
-    needs=[bool per input] and may skip the cotangents not needed."""
+    needs=[bool per input] and may skip the cotangents not needed.
 
-    __slots__ = ("forward", "vjp", "name", "takes_needs")
+    The forward-mode and second-order sweeps need more: jvp(tangents,
+    output, *inputs) -> the output's tangent (a tangent is None for a
+    constant input).  A bilinear rule (a matrix product) derives both from
+    forward and vjp: its tangent is forward(ta, b) + forward(a, tb), and the
+    tangent of its vjp is vjp(dg, a, b) + vjp(g, ta, tb)."""
 
-    def __init__(self, forward, vjp, name, takes_needs=False):
+    __slots__ = ("forward", "vjp", "name", "takes_needs", "jvp", "bilinear")
+
+    def __init__(self, forward, vjp, name, takes_needs=False, jvp=None,
+                 bilinear=False):
         self.forward = forward
         self.vjp = vjp
         self.name = name
         self.takes_needs = takes_needs
+        self.jvp = jvp
+        self.bilinear = bilinear
+
+    def cotangents(self, g, out, inputs, needs):
+        if self.takes_needs:        # skips the cotangents of constants
+            return self.vjp(g, out, *inputs, needs=needs)
+        return self.vjp(g, out, *inputs)
+
+    def tangent(self, tangents, out, inputs):
+        if self.bilinear:
+            a, b = inputs
+            ta, tb = tangents
+            parts = ([self.forward(ta, b)] if ta is not None else []) + \
+                    ([self.forward(a, tb)] if tb is not None else [])
+            return sum(parts[1:], parts[0])
+        if self.jvp is None:
+            raise NotImplementedError(
+                f"{self.name}: forward-mode derivatives need a jvp rule "
+                "(custom_op(forward, vjp, jvp=...))")
+        return self.jvp(tangents, out, *inputs)
+
+    def cotangent_tangents(self, g, dg, out, inputs, tangents, needs):
+        """The tangents of the cotangents: what the second-order sweep
+        adds to the operands' adjoint tangents."""
+        if not self.bilinear:
+            raise NotImplementedError(
+                f"{self.name}: second derivatives through this op are not "
+                "available (a custom op or a nested derivative has first-"
+                "order rules only)")
+        first = self.cotangents(dg, out, inputs, needs)
+        zeros = [np.zeros(np.shape(x)) if t is None else t
+                 for x, t in zip(inputs, tangents)]
+        a, b = inputs
+        ta, tb = zeros
+        # d(vjp_a(g, b)) needs tb, d(vjp_b(g, a)) needs ta
+        cross = self.cotangents(g, out, [ta, tb], needs)
+        return [None if f is None else f + c for f, c in zip(first, cross)]
 
 
 def record_extern(rule, operands, value):
@@ -49,8 +93,10 @@ def custom_op(forward, vjp, jvp=None):
     ``forward(*inputs) -> output`` on plain floats/ndarrays;
     ``vjp(g, output, *inputs) -> tuple`` with one cotangent per input.
     The returned function takes Values, Arrays and plain numbers; with no
-    Value or Array among its inputs it is just ``forward``.  (``jvp`` is
-    accepted for forward-mode sweeps.)"""
+    Value or Array among its inputs it is just ``forward``.  With
+    ``jvp(tangents, output, *inputs) -> output tangent`` (a tangent is None
+    for an input that does not move) the op also works in forward mode
+    (``ad.jvp``, ``ad.hvp``'s tangent sweep)."""
     from .array import Array
     from .value import Value
 
@@ -84,7 +130,16 @@ def custom_op(forward, vjp, jvp=None):
                                  f"for {len(inputs)} inputs")
             return [cts[k] for k in traced]
 
-        return record_extern(ExternRule(fwd, back, name),
+        def tangent(tangents, out, *ops):
+            ts = [None] * len(inputs)
+            args = list(plain)
+            for k, x, tx in zip(traced, ops, tangents):
+                args[k] = x
+                ts[k] = tx
+            return jvp(ts, out, *args)
+
+        return record_extern(ExternRule(fwd, back, name,
+                                        jvp=tangent if jvp else None),
                              [inputs[k] for k in traced], value)
 
     op.__name__ = name

@@ -20,7 +20,9 @@ Tape state is per thread (``threading.local``): each thread records on its
 own tape; ``with Tape():`` pushes an explicit one, ``no_grad()`` stops
 recording, ``detect_anomaly()`` checks every result.
 """
+import contextlib
 import math
+import os
 import struct
 import sys
 import threading
@@ -130,7 +132,7 @@ class Tape:
                  "parent", "imports", "compact_at", "_tokens", "_frozen",
                  "custom", "_entered", "_kept", "array_elems", "compact_elems",
                  "_frozen_arrays", "externs", "sweep_mode", "callback_error",
-                 "__weakref__")
+                 "guards", "__weakref__")
 
     def __init__(self):
         self._c = _core.new_tape()
@@ -150,6 +152,7 @@ class Tape:
         self.externs = {}        # entry -> rule of an AD_EXTERN entry
         self.sweep_mode = _core.SWEEP_ACCUM
         self.callback_error = None
+        self.guards = None       # ad.record: the decisions a replay must repeat
         _core.register_callbacks(self._c, self)
         self._entered = False
         self._frozen = None      # grads kept after release, by entry
@@ -310,23 +313,44 @@ class Tape:
         through the Values and Arrays this tape imported."""
         self._check_open()
         self.flush()
-        arrays = [np.ascontiguousarray(s, dtype=np.float64) if np.ndim(s) else None
-                  for s in seeds]
-        scalars = [0.0 if a is not None else float(s) for a, s in zip(arrays, seeds)]
-        buffers = [ffi.from_buffer("double[]", a) if a is not None and a.size
-                   else ffi.NULL for a in arrays]
         imports = list(self.imports.values())
         if imports:
             # what this sweep adds to the imported leaves' grads is routed on
             before = [self._grad_now(p) for p in imports]
         self.sweep_mode = mode
         _core.check(lib.ad_backward_arrays(
-            self._c, len(idx), ffi.new("int64_t[]", idx),
-            ffi.new("double[]", scalars), ffi.new("double *[]", buffers), mode,
+            self._c, *_seed_arguments(idx, seeds), mode,
             1 if state.anomaly else 0), self._c, self)
         if imports:
             swept = [self._grad_now(p) - b for p, b in zip(imports, before)]
             self._backward_imports(max(idx), swept)
+
+    def tangent(self, idx, seeds, hi=None):
+        """Forward-mode sweep over entries [0, hi): the leaves idx move
+        along seeds, every other leaf stays.  Read with scratch(j, TAN)."""
+        self._check_open()
+        self.flush()
+        hi = len(self.nodes) if hi is None else hi
+        _core.check(lib.ad_tangent(self._c, hi, *_seed_arguments(idx, seeds)),
+                    self._c, self)
+
+    def second_order(self, idx, seeds):
+        """After tangent(): adjoints from the seeds and their tangents; the
+        leaves' scratch(j, DADJ) is then a Hessian-vector product."""
+        self._check_open()
+        _core.check(lib.ad_second_order(self._c, *_seed_arguments(idx, seeds)),
+                    self._c, self)
+
+    def scratch(self, j, which):
+        """Entry j's adjoint (ADJ), tangent (TAN) or adjoint tangent (DADJ)
+        from the last sweep, as a writable array of its shape (0-d for a
+        scalar), or None where that sweep did not reach it."""
+        p = lib.ad_entry_scratch(self._c, j, which)
+        if p == ffi.NULL:
+            return None
+        shape = np.shape(self.nodes[j]._d)
+        size = int(np.prod(shape)) if shape else 1
+        return np.frombuffer(ffi.buffer(p, 8 * size)).reshape(shape)
 
     def _grad_now(self, node):
         """node's gradient as stored now (a float, or an Array's copy)."""
@@ -356,25 +380,54 @@ class Tape:
             return self._c.val[j]
         return self.nodes[j]._d
 
+    def _extern_operands(self, i):
+        c = self._c
+        operands = [j for j in (c.a[i], c.b[i]) if j >= 0]
+        needs = [bool(c.flags[j] & _core.FLAG_VARIABLE) for j in operands]
+        return operands, needs, [self.entry_value(j) for j in operands]
+
     def extern_reverse(self, i):
         """The C reverse sweep reached extern entry i: add its vjp into its
         operands' adjoints."""
-        c = self._c
-        operands = [j for j in (c.a[i], c.b[i]) if j >= 0]
         g = self.adjoint_view(i)
         if not g.any():
             return
-        inputs = [self.entry_value(j) for j in operands]
-        needs = [bool(c.flags[j] & _core.FLAG_VARIABLE) for j in operands]
-        rule = self.externs[i]
-        if rule.takes_needs:        # skips the cotangents of constants
-            cotangents = rule.vjp(g.copy(), self.entry_value(i), *inputs, needs=needs)
-        else:
-            cotangents = rule.vjp(g.copy(), self.entry_value(i), *inputs)
+        operands, needs, inputs = self._extern_operands(i)
+        cotangents = self.externs[i].cotangents(g.copy(), self.entry_value(i),
+                                                inputs, needs)
         for j, ct, need in zip(operands, cotangents, needs):
             if ct is not None and need:
                 view = self.adjoint_view(j)
                 view += np.asarray(ct, dtype=np.float64).reshape(view.shape)
+
+    def extern_tangent(self, i):
+        """The C tangent sweep reached extern entry i: its tangent from
+        its operands' (None for a constant operand)."""
+        operands, needs, inputs = self._extern_operands(i)
+        tangents = [self.scratch(j, TAN).copy() if need else None
+                    for j, need in zip(operands, needs)]
+        value = self.externs[i].tangent(tangents, self.entry_value(i), inputs)
+        out = self.scratch(i, TAN)
+        out[...] = np.asarray(value, dtype=np.float64).reshape(out.shape)
+
+    def extern_second(self, i):
+        """The C second-order sweep reached extern entry i: its adjoint and
+        adjoint tangent into its operands'."""
+        g, dg = self.scratch(i, ADJ).copy(), self.scratch(i, DADJ).copy()
+        if not (g.any() or dg.any()):
+            return
+        operands, needs, inputs = self._extern_operands(i)
+        rule, out = self.externs[i], self.entry_value(i)
+        tangents = [self.scratch(j, TAN).copy() if need else None
+                    for j, need in zip(operands, needs)]
+        first = rule.cotangents(g, out, inputs, needs)
+        second = rule.cotangent_tangents(g, dg, out, inputs, tangents, needs)
+        for j, ct, dct, need in zip(operands, first, second, needs):
+            if need:
+                for which, part in ((ADJ, ct), (DADJ, dct)):
+                    if part is not None:
+                        view = self.scratch(j, which)
+                        view += np.asarray(part, dtype=np.float64).reshape(view.shape)
 
     def extern_forward(self, i):
         """The C forward sweep reached extern entry i: recompute it."""
@@ -388,6 +441,16 @@ class Tape:
             node._d.flags.writeable = True
             node._d[...] = value
             node._d.flags.writeable = False
+
+    def guard(self, node, expected, what):
+        """While recording a function: node (a comparison's result, or a
+        mask) must hold expected in every replay; `what` says where it was
+        made, for the BranchError of a replay where it does not."""
+        frame = sys._getframe(2)
+        while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+            frame = frame.f_back          # the user's line, not ours
+        where = f" at {frame.f_code.co_filename}:{frame.f_lineno}" if frame else ""
+        self.guards.append((node, expected, what + where))
 
     def keep_alive(self, obj):
         """Hold obj (memory the C tape points into) as long as the tape."""
@@ -443,22 +506,39 @@ class Tape:
     def __enter__(self):
         if self._entered or self.closed:
             raise TapeError("a Tape can be entered once")
+        self._push()
+        return self
+
+    def __exit__(self, *exc):
+        self._pop()
+        self.release()
+        return False
+
+    def _push(self):
+        """Record on this tape from now on (inside the current one)."""
         self.parent = current_tape()
         self.tid = get_ident()
         self._entered = True
         state.stack.append(self)
         state.refresh()
         self._update_limit()
-        return self
 
-    def __exit__(self, *exc):
+    def _pop(self):
         # also when blocks end out of order (a generator closed later)
         if self in state.stack:
             state.stack.remove(self)
         state.refresh()
         self._entered = False
-        self.release()
-        return False
+
+    @contextlib.contextmanager
+    def recording(self):
+        """Record on this tape inside the block, and keep it open after
+        (the functional API and ad.record sweep it afterwards)."""
+        self._push()
+        try:
+            yield self
+        finally:
+            self._pop()
 
     def release(self):
         """Free the C tape.  Values recorded here keep their data and grad;
@@ -524,6 +604,24 @@ class Tape:
             lines.append(f"{i:>7} {_core.OP_NAMES[op]:<8} {args:<16} "
                          f"{c.val[i]:>14.6g} {c.grad[i]:>14.6g}")
         return "\n".join(lines)
+
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+
+# which scratch Tape.scratch reads (ad_entry_scratch)
+ADJ, TAN, DADJ = 0, 1, 2
+
+
+def _seed_arguments(idx, seeds):
+    """(count, entries, scalar seeds, seed arrays) for the C sweeps: a seed
+    is a number (every element of its entry) or an array."""
+    arrays = [np.ascontiguousarray(s, dtype=np.float64) if np.ndim(s) else None
+              for s in seeds]
+    scalars = [0.0 if a is not None else float(s) for a, s in zip(arrays, seeds)]
+    buffers = [ffi.from_buffer("double[]", a) if a is not None and a.size
+               else ffi.NULL for a in arrays]
+    return (len(idx), ffi.new("int64_t[]", list(idx)),
+            ffi.new("double[]", scalars), ffi.new("double *[]", buffers))
 
 
 _CONST_OPS = {_core.OPS[k] for k in ("ADDC", "MULC", "DIVC", "RSUBC", "RDIVC",

@@ -5,6 +5,8 @@ from bench.dual import Dual, dual_grad  # noqa: F401  (re-exported for tests)
 # choices, and extern entries; tests/test_array.py walks them.
 ARRAY_ONLY_OPS = {"SUM", "MAX", "MIN", "RESHAPE", "GATHER", "SCATTER",
                   "MAXIMUM", "MINIMUM", "SELECT", "EXTERN"}
+# recorded for Values only as guards of ad.record (tests/test_record.py)
+COMPARISON_OPS = {"LT", "LE", "EQ", "NE"}
 
 
 def central_diff(f, xs, h=1e-6):

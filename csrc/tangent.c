@@ -1,0 +1,178 @@
+/* tangent.c -- the forward-mode sweep: tangents from the leaves up.
+ *
+ * A tangent is the derivative of an entry's value along one direction in
+ * the inputs: seed the leaves' tangents with that direction, and each entry
+ * gets  tan = DA * tan[a] + DB * tan[b]  (rules.h's first partials), so one
+ * sweep gives a Jacobian-vector product.  Only variables are swept: a
+ * constant has tangent 0 and is never read.  A zero tangent contributes
+ * nothing (ad_azmul), so an infinite partial on a branch the direction
+ * does not move never turns into a NaN.                                    */
+#include <math.h>
+#include <stdlib.h>
+
+#include "internal.h"
+#include "rules.h"
+
+static int tangent_extern(ad_tape *t, int64_t i)
+{
+    if (!t->extern_tangent || t->extern_tangent(t->extern_ctx, i) != 0)
+        return ad_fail(t, AD_ECALLBACK, i, "the Python tangent rule of entry "
+                       "%lld failed", (long long)i);
+    return AD_OK;
+}
+
+static int tangent_array(ad_tape *t, int64_t i)
+{
+    int op = t->op[i];
+    if (op == AD_EXTERN)
+        return tangent_extern(t, i);
+    ad_view o = ad_entry_view(t, i, 0);
+    ad_view a = ad_entry_view(t, t->a[i], 0);
+    ad_view b = t->b[i] >= 0 ? ad_entry_view(t, t->b[i], 0) : a;
+    const int avar = (t->flags[t->a[i]] & AD_FLAG_VARIABLE) != 0;
+    const int bvar = t->b[i] >= 0 && (t->flags[t->b[i]] & AD_FLAG_VARIABLE);
+    const ad_block *bk = &t->blk[t->aux[i]];
+    const double c = t->imm[i];
+    ad_iter it;
+    switch ((enum ad_op)op) {
+#define ARRAY_CASE(OP, AR, EXPR, DA, DB, DAA, DAB, DBB)                      \
+    case OP:                                                                 \
+        ad_iter_init(&it, o.ndim, o.shape, &o, &a, &b);                      \
+        AD_ITERATE(&it, {                                                    \
+            double x = a.val[ka], y = b.val[kb], v = o.val[ko];              \
+            double dx = avar ? a.tan[ka] : 0.0;                              \
+            double dy = AR == 2 && bvar ? b.tan[kb] : 0.0;                   \
+            (void)x; (void)y; (void)v; (void)c; (void)dy;                    \
+            o.tan[ko] = ad_azmul(DA, dx) + (AR == 2 ? ad_azmul(DB, dy) : 0.0);\
+        });                                                                  \
+        break;
+    AD_ELEMENTWISE_RULES(ARRAY_CASE)
+#undef ARRAY_CASE
+    case AD_SUM:
+        for (int64_t k = 0; k < bk->size; ++k)
+            o.tan[k] = 0.0;
+        ad_iter_init(&it, a.ndim, a.shape, &o, &a, 0);
+        AD_ITERATE(&it, o.tan[ko] += a.tan[ka] / c);
+        break;
+    case AD_MAX: case AD_MIN: {
+        /* the mean tangent of the elements equal to the result: the
+         * transpose of the reverse sweep's even split among ties */
+        double *ties = ad_ties(t, i);
+        if (!ties)
+            return ad_fail(t, AD_ENOMEM, i, "out of memory in max/min");
+        for (int64_t k = 0; k < bk->size; ++k)
+            o.tan[k] = 0.0;
+        ad_iter_init(&it, a.ndim, a.shape, &o, &a, 0);
+        AD_ITERATE(&it, {
+            if (a.val[ka] == o.val[ko])
+                o.tan[ko] += a.tan[ka] / ties[ko];
+        });
+        free(ties);
+        break;
+    }
+    case AD_RESHAPE:
+        for (int64_t k = 0; k < bk->size; ++k)
+            o.tan[k] = a.tan[k];
+        break;
+    case AD_GATHER:
+        for (int64_t k = 0; k < bk->nmap; ++k)
+            o.tan[k] = a.tan[bk->map[k]];
+        break;
+    case AD_SCATTER:
+        for (int64_t k = 0; k < bk->size; ++k)
+            o.tan[k] = 0.0;
+        for (int64_t k = 0; k < bk->nmap; ++k)
+            o.tan[bk->map[k]] += a.tan[k];
+        break;
+    case AD_LEAF: case AD_EXTERN: case AD_NUM_OPS:
+        break;
+    }
+    return AD_OK;
+}
+
+static int tangent_entry(ad_tape *t, int64_t i)
+{
+    if (t->aux[i] >= 0)
+        return tangent_array(t, i);
+    const int32_t a = t->a[i], b = t->b[i];
+    const uint8_t *f = t->flags;
+    double *tan = t->tan;
+    const double x = a >= 0 ? t->val[a] : 0.0, y = b >= 0 ? t->val[b] : 0.0;
+    const double dx = a >= 0 && (f[a] & AD_FLAG_VARIABLE) ? tan[a] : 0.0;
+    const double dy = b >= 0 && (f[b] & AD_FLAG_VARIABLE) ? tan[b] : 0.0;
+    const double v = t->val[i], c = t->imm[i];
+    (void)x; (void)y; (void)v; (void)c; (void)dy;
+    switch ((enum ad_op)t->op[i]) {
+#define SCALAR_CASE(OP, AR, EXPR, DA, DB, DAA, DAB, DBB)                     \
+    case OP:                                                                 \
+        tan[i] = ad_azmul(DA, dx) + (AR == 2 ? ad_azmul(DB, dy) : 0.0);      \
+        break;
+    AD_ELEMENTWISE_RULES(SCALAR_CASE)
+#undef SCALAR_CASE
+    case AD_LEAF:   break;                       /* seeded */
+    case AD_SUM:    tan[i] = dx / c; break;      /* the sum of one scalar */
+    case AD_MAX: case AD_MIN: case AD_RESHAPE: case AD_GATHER: case AD_SCATTER:
+        tan[i] = dx; break;
+    case AD_EXTERN: return tangent_extern(t, i);
+    case AD_NUM_OPS:
+        return ad_fail(t, AD_EINVAL, i, "bad op at %lld", (long long)i);
+    }
+    return AD_OK;
+}
+
+/* Checks shared by the tangent and second-order sweeps' seeds. */
+int ad_check_seeds(ad_tape *t, int64_t nseeds, const int64_t *idx,
+                   int leaves_only)
+{
+    for (int64_t k = 0; k < nseeds; ++k) {
+        if (idx[k] < 0 || idx[k] >= t->n)
+            return ad_fail(t, AD_ERANGE, idx[k], "seed entry %lld outside "
+                           "the tape's %lld entries", (long long)idx[k],
+                           (long long)t->n);
+        if (leaves_only && t->op[idx[k]] != AD_LEAF)
+            return ad_fail(t, AD_EINVAL, idx[k], "a tangent seeds a leaf, "
+                           "not entry %lld (%s)", (long long)idx[k],
+                           ad_op_name(t->op[idx[k]]));
+    }
+    return AD_OK;
+}
+
+int ad_tangent(ad_tape *t, int64_t hi, int64_t nseeds, const int64_t *idx,
+               const double *seed, const double *const *seed_arrays)
+{
+    if (hi < 0 || hi > t->n)
+        return ad_fail(t, AD_ERANGE, -1, "tangent sweep to %lld outside the "
+                       "tape's %lld entries", (long long)hi, (long long)t->n);
+    int status = ad_check_seeds(t, nseeds, idx, 1);
+    if (status == AD_OK)
+        status = ad_tangent_arrays(t, 0);
+    /* every variable leaf starts at 0; an operation's tangent is written
+     * whole by its rule (its block allocated on first use) */
+    for (int64_t i = 0; i < hi && status == AD_OK; ++i) {
+        if (!(t->flags[i] & AD_FLAG_VARIABLE))
+            continue;
+        if (t->op[i] == AD_LEAF || t->aux[i] < 0)
+            status = ad_scratch_zero(t, i, 1);
+        else if (!t->blk[t->aux[i]].tan &&
+                 !(t->blk[t->aux[i]].tan = ad_block_calloc(t->blk[t->aux[i]].size)))
+            status = ad_fail(t, AD_ENOMEM, i, "out of memory for tangents");
+    }
+    if (status != AD_OK)
+        return status;
+    for (int64_t k = 0; k < nseeds; ++k) {
+        double *p = ad_entry_scratch(t, idx[k], 1);
+        int64_t size = t->aux[idx[k]] >= 0 ? t->blk[t->aux[idx[k]]].size : 1;
+        if (!(t->flags[idx[k]] & AD_FLAG_VARIABLE) || !p)
+            continue;               /* a constant leaf: nothing moves it */
+        const double *sa = seed_arrays ? seed_arrays[k] : 0;
+        for (int64_t e = 0; e < size; ++e)
+            p[e] += sa ? sa[e] : seed[k];
+    }
+    for (int64_t i = 0; i < hi; ++i) {
+        if (t->op[i] == AD_LEAF || !(t->flags[i] & AD_FLAG_VARIABLE))
+            continue;
+        if ((status = tangent_entry(t, i)) != AD_OK)
+            return status;
+    }
+    return AD_OK;
+}
