@@ -17,10 +17,15 @@ from .extern import custom_op
 from .functions import (abs, cos, exp, log, max, mean, min, relu, sigmoid,
                         sin, sqrt, sum, tanh)
 from .viz import draw_dot
+from .functional import (check_grad, grad, hessian, hvp, jacobian, jvp,
+                         value_and_grad, vjp)
 
 __all__ = [
     "__version__", "TapeError", "Tape", "current_tape", "detect_anomaly",
     "no_grad", "Value", "Array", "custom_op", "draw_dot",
+    # the functional API
+    "grad", "value_and_grad", "jacobian", "hessian", "hvp", "jvp", "vjp",
+    "check_grad",
     # elementwise math, for Values, Arrays and plain numbers/ndarrays
     "abs", "cos", "exp", "log", "relu", "sigmoid", "sin", "sqrt", "tanh",
     # array functions with NumPy's signatures

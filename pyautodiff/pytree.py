@@ -1,0 +1,100 @@
+"""Nested arguments and results: floats and ndarrays inside lists, tuples
+and dicts, flattened to a list of leaves and rebuilt in the same shape.
+
+The functional API and ``ad.record`` differentiate with respect to every
+leaf of an argument, and hand gradients back in the argument's structure:
+a float's gradient is a float, an ndarray's an ndarray of its shape.
+"""
+import numbers
+
+import numpy as np
+
+
+class Structure:
+    """How to rebuild a nested value from its leaves: the containers, and
+    per leaf its kind ('float' or 'array') and shape."""
+
+    __slots__ = ("node", "kinds", "shapes")
+
+    def __init__(self, node, kinds, shapes):
+        self.node = node
+        self.kinds = kinds
+        self.shapes = shapes
+
+    def __eq__(self, other):
+        return (isinstance(other, Structure) and self.node == other.node
+                and self.kinds == other.kinds and self.shapes == other.shapes)
+
+    def __hash__(self):
+        return hash((self.node, tuple(self.kinds), tuple(self.shapes)))
+
+    @property
+    def size(self):
+        return sum(int(np.prod(s)) for s in self.shapes)
+
+
+def _leaf_kind(x, what):
+    from .array import Array
+    from .value import Value
+    if isinstance(x, Value):
+        return "float", (), x
+    if isinstance(x, Array):
+        return "array", x.shape, x
+    if isinstance(x, (bool, np.bool_)):
+        raise TypeError(f"{what}: cannot differentiate with respect to a bool")
+    if isinstance(x, numbers.Real):
+        return "float", (), float(x)
+    if isinstance(x, np.ndarray) or (isinstance(x, np.generic) and x.ndim == 0):
+        arr = np.asarray(x)
+        if arr.dtype.kind not in "iuf":
+            raise TypeError(f"{what}: cannot differentiate with respect to "
+                            f"{arr.dtype} data (real numbers only)")
+        if arr.ndim == 0 and isinstance(x, np.generic):
+            return "float", (), float(arr)
+        return "array", arr.shape, np.array(arr, dtype=np.float64)
+    raise TypeError(f"{what}: cannot differentiate with respect to "
+                    f"{type(x).__name__} (floats, ndarrays, and lists, tuples "
+                    "and dicts of them)")
+
+
+def flatten(x, what="argument"):
+    """(leaves, Structure): leaves are floats, float64 ndarrays (copies) or
+    the Values/Arrays found in x."""
+    leaves, kinds, shapes = [], [], []
+
+    def walk(v):
+        if isinstance(v, (list, tuple)):
+            return (type(v), tuple(walk(e) for e in v))
+        if isinstance(v, dict):
+            keys = tuple(v)
+            return (dict, keys, tuple(walk(v[k]) for k in keys))
+        kind, shape, leaf = _leaf_kind(v, what)
+        leaves.append(leaf)
+        kinds.append(kind)
+        shapes.append(tuple(shape))
+        return None
+
+    node = walk(x)
+    return leaves, Structure(node, kinds, shapes)
+
+
+def unflatten(structure, leaves):
+    """The nested value of structure with these leaves, in order."""
+    it = iter(leaves)
+
+    def build(node):
+        if node is None:
+            return next(it)
+        if node[0] is dict:
+            return {k: build(n) for k, n in zip(node[1], node[2])}
+        items = [build(n) for n in node[1]]
+        return node[0](items) if node[0] in (list, tuple) else node[0](*items)
+
+    return build(structure.node)
+
+
+def as_leaf(kind, value):
+    """A gradient-like result for a leaf of this kind."""
+    if kind == "float":
+        return float(value)
+    return np.array(value, dtype=np.float64)
