@@ -149,10 +149,7 @@ class Array:
     T = property(lambda self: self.transpose())
 
     def __getitem__(self, index):
-        if isinstance(index, Array):
-            index = index._d
-        if isinstance(index, tuple):
-            index = tuple(i._d if isinstance(i, Array) else i for i in index)
+        index = tuple(map(_index, index)) if isinstance(index, tuple) else _index(index)
         return _gather(self, lambda idx: idx[index])
 
     def reshape(self, *shape):
@@ -428,7 +425,8 @@ def matmul(a, b):
     global _MATMUL
     from .extern import ExternRule, record_extern
     if _MATMUL is None:
-        _MATMUL = ExternRule(np.matmul, _matmul_vjp, "matmul", takes_needs=True)
+        _MATMUL = ExternRule(np.matmul, _matmul_vjp, "matmul", takes_needs=True,
+                               bilinear=True)
     pa, pb = _plain(a), _plain(b)
     try:
         value = np.matmul(pa, pb)
@@ -529,11 +527,14 @@ def reshape(a, shape):
 
 # -- elementwise choices: NaN-safe, the losing side gets no gradient ----------
 
+_NUMPY_OF = {"MAXIMUM": np.maximum, "MINIMUM": np.minimum, "LT": np.less,
+             "LE": np.less_equal, "EQ": np.equal, "NE": np.not_equal}
+
+
 def _binary_op(name, x, y):
     t = recording_tape()
     if t is NO_GRAD:
-        fn = {"MAXIMUM": np.maximum, "MINIMUM": np.minimum}[name]
-        return _detached(fn(_plain(x), _plain(y)))
+        return _detached(_NUMPY_OF[name](_plain(x), _plain(y)))
     a, sa = _operand(x, t)
     b, sb = _operand(y, t)
     shape = sa if sa == sb else _broadcast_shape(name.lower(), sa, sb)
@@ -560,18 +561,55 @@ def clip(a, a_min, a_max):
 def _select(x, mask):
     t = recording_tape()
     if t is NO_GRAD:
-        return _detached(np.where(mask, _plain(x), 0.0))
+        return _detached(np.where(_plain(mask), _plain(x), 0.0))
     a, sa = _operand(x, t)
-    m = _constant(np.asarray(mask, dtype=np.float64))
-    shape = _broadcast_shape("where", sa, m.shape)
-    return _new(Array, t, OPS["SELECT"], a, m._i, 0.0, shape)
+    m, sm = _operand(mask, t)
+    shape = _broadcast_shape("where", sa, sm)
+    return _new(Array, t, OPS["SELECT"], a, m, 0.0, shape)
 
 
 def where(condition, x, y):
     """x where condition holds, else y; no gradient (and no NaN) flows
-    through the branch not taken."""
+    through the branch not taken.  A condition computed from Arrays
+    (x > 0) is recorded, so a replay recomputes it."""
+    if isinstance(condition, Array) and condition._t is recording_tape():
+        return _select(x, condition) + _select(y, _binary_op("EQ", condition, 0.0))
     cond = np.asarray(_plain(condition), dtype=bool)
-    return _select(x, cond) + _select(y, ~cond)
+    return _select(x, cond.astype(np.float64)) + \
+        _select(y, (~cond).astype(np.float64))
+
+
+# -- comparisons: 1.0/0.0 masks recorded on the tape (they take no gradient) --
+
+def _compare(self, other, symbol):
+    from .value import COMPARISONS
+    if not isinstance(other, (Array, Value, np.ndarray, numbers.Real, list, tuple)):
+        return NotImplemented
+    op, swap = COMPARISONS[symbol]
+    return _binary_op(op, other, self) if swap else _binary_op(op, self, other)
+
+
+for _symbol, _name in (("<", "__lt__"), ("<=", "__le__"), (">", "__gt__"),
+                       (">=", "__ge__")):
+    setattr(Array, _name, lambda self, other, _s=_symbol: _compare(self, other, _s))
+
+
+def _index(index):
+    """An index as NumPy takes it: a mask Array (a comparison's result) as a
+    boolean array, other Arrays as integer arrays.  Inside ad.record a mask
+    is a guard: the elements it picks depend on the values."""
+    if not isinstance(index, Array):
+        return index
+    t = index._t
+    if t is not NO_GRAD and not t.closed and index._i >= 0:
+        t.flush()
+        if _core.OP_NAMES[t._c.op[index._i]] in ("lt", "le", "eq", "ne"):
+            mask = index._d.astype(bool)
+            if t.guards is not None:
+                t.guard(index, index._d.copy(), "a boolean mask used as an index")
+            return mask
+    return index._d.astype(np.intp) if index._d.dtype.kind == "f" and \
+        np.all(index._d == np.round(index._d)) else index._d
 
 
 # -- log-sum-exp and softmax, composed (the shift is a constant) --------------

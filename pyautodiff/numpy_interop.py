@@ -14,7 +14,14 @@ _UNARY_UFUNCS = {np.negative: "__neg__", np.absolute: "__abs__", np.exp: "exp",
                  np.log: "log", np.tanh: "tanh", np.sin: "sin", np.cos: "cos",
                  np.sqrt: "sqrt"}
 _OTHER_UFUNCS = {np.maximum: _array.maximum, np.minimum: _array.minimum,
-                 np.matmul: _array.matmul}
+                 np.matmul: _array.matmul,
+                 # comparisons: masks of 1.0/0.0, recorded, no gradient
+                 np.less: lambda x, y: _array._binary_op("LT", x, y),
+                 np.less_equal: lambda x, y: _array._binary_op("LE", x, y),
+                 np.greater: lambda x, y: _array._binary_op("LT", y, x),
+                 np.greater_equal: lambda x, y: _array._binary_op("LE", y, x),
+                 np.equal: lambda x, y: _array._binary_op("EQ", x, y),
+                 np.not_equal: lambda x, y: _array._binary_op("NE", x, y)}
 
 
 def _binary(name, x, y):

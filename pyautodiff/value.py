@@ -361,22 +361,20 @@ class Value:
         self._t.backward([self._i], [1.0], self._sweep_mode)
 
     # -- comparisons compare data; == and hash stay identity (micrograd) ------
+    # Inside ad.record each one is also a guard: its entry on the tape must
+    # give the same answer when the recorded function is replayed.
 
     def __lt__(self, other):
-        o = _compared(other)
-        return NotImplemented if o is None else self._d < o
+        return _compare(self, other, "<")
 
     def __le__(self, other):
-        o = _compared(other)
-        return NotImplemented if o is None else self._d <= o
+        return _compare(self, other, "<=")
 
     def __gt__(self, other):
-        o = _compared(other)
-        return NotImplemented if o is None else self._d > o
+        return _compare(self, other, ">")
 
     def __ge__(self, other):
-        o = _compared(other)
-        return NotImplemented if o is None else self._d >= o
+        return _compare(self, other, ">=")
 
     __hash__ = object.__hash__
 
@@ -396,6 +394,31 @@ class Value:
 
     def __repr__(self):
         return f"Value(data={self._d}, grad={self.grad})"
+
+
+# operator -> (op, operands swapped): a > b is b < a
+COMPARISONS = {"<": ("LT", False), "<=": ("LE", False), ">": ("LT", True),
+               ">=": ("LE", True)}
+
+
+def _compare(self, other, symbol):
+    o = _compared(other)
+    if o is None:
+        return NotImplemented
+    result = {"<": self._d < o, "<=": self._d <= o, ">": self._d > o,
+              ">=": self._d >= o}[symbol]
+    t = self._t
+    if t is not DETACHED and t.guards is not None and not t.closed:
+        # a leaf for a constant side; it takes no gradient (flags 0)
+        y = t.adopt(other) if isinstance(other, Value) else \
+            t.record(Value, OPS["LEAF"], -1, -1, o, o, 0)
+        x = t.adopt(self)
+        op, swap = COMPARISONS[symbol]
+        a, b = (y, x) if swap else (x, y)
+        node = t.record(Value, OPS[op], a._i, b._i, 0.0, float(result), 0)
+        t.guard(node, float(result), f"the comparison {self._d!r} {symbol} "
+                f"{o!r} (recorded as {result})")
+    return result
 
 
 def _format_number(c):
