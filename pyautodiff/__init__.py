@@ -19,6 +19,7 @@ from .functions import (abs, cos, exp, log, max, mean, min, relu, sigmoid,
 from .viz import draw_dot
 from .functional import (check_grad, grad, hessian, hvp, jacobian, jvp,
                          value_and_grad, vjp)
+from .record import BranchError, Recorded, function, load, record
 
 __all__ = [
     "__version__", "TapeError", "Tape", "current_tape", "detect_anomaly",
@@ -26,6 +27,8 @@ __all__ = [
     # the functional API
     "grad", "value_and_grad", "jacobian", "hessian", "hvp", "jvp", "vjp",
     "check_grad",
+    # record once, replay many
+    "record", "function", "load", "Recorded", "BranchError",
     # elementwise math, for Values, Arrays and plain numbers/ndarrays
     "abs", "cos", "exp", "log", "relu", "sigmoid", "sin", "sqrt", "tanh",
     # array functions with NumPy's signatures

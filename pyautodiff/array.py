@@ -420,13 +420,19 @@ def _matmul_vjp(g, out, a, b, needs=(True, True)):
 _MATMUL = None
 
 
+def matmul_rule():
+    """The extern rule of matrix products (a saved tape names it)."""
+    global _MATMUL
+    if _MATMUL is None:
+        from .extern import ExternRule
+        _MATMUL = ExternRule(np.matmul, _matmul_vjp, "matmul", takes_needs=True,
+                             bilinear=True)
+    return _MATMUL
+
+
 def matmul(a, b):
     """a @ b with NumPy's rules (1-D, 2-D and batched)."""
-    global _MATMUL
-    from .extern import ExternRule, record_extern
-    if _MATMUL is None:
-        _MATMUL = ExternRule(np.matmul, _matmul_vjp, "matmul", takes_needs=True,
-                               bilinear=True)
+    from .extern import record_extern
     pa, pb = _plain(a), _plain(b)
     try:
         value = np.matmul(pa, pb)
@@ -436,7 +442,7 @@ def matmul(a, b):
     if recording_tape() is NO_GRAD:
         return _detached(value)
     ops = [x if isinstance(x, (Array, Value)) else _constant(x) for x in (a, b)]
-    return record_extern(_MATMUL, ops, value)
+    return record_extern(matmul_rule(), ops, value)
 
 
 # -- gathers: transpose, indexing and the rest, by an index map --------------
@@ -477,7 +483,15 @@ def _scatter(x, shape, positions):
 
 
 def _asarray(x):
-    return x if isinstance(x, Array) else _constant(x)
+    """x as an Array: a Value becomes a 0-d Array (one entry reading it)."""
+    if isinstance(x, Array):
+        return x
+    if isinstance(x, Value):
+        t = recording_tape()
+        if t is NO_GRAD:
+            return _detached(x.data)
+        return _new(Array, t, OPS["RESHAPE"], _operand(x, t)[0], -1, 0.0, ())
+    return _constant(x)
 
 
 def concatenate(arrays, axis=0):

@@ -5,7 +5,7 @@ import numpy as np
 
 from . import array as _array
 from .array import Array
-from .value import REFLECTED
+from .value import REFLECTED, Value
 
 _BINARY_UFUNCS = {np.add: "__add__", np.subtract: "__sub__",
                   np.multiply: "__mul__", np.divide: "__truediv__",
@@ -25,9 +25,23 @@ _OTHER_UFUNCS = {np.maximum: _array.maximum, np.minimum: _array.minimum,
 
 
 def _binary(name, x, y):
-    if isinstance(x, Array):
-        return getattr(x, name)(y)
+    if isinstance(x, (Array, Value)):
+        out = getattr(x, name)(y)
+        if out is not NotImplemented:
+            return out
     return getattr(y, REFLECTED[name])(x)
+
+
+def _operands(inputs):
+    """NumPy scalars as Python numbers (an int64 stays an int, as micrograd
+    sees it); with a Value and no Array among the inputs, ndarrays as
+    constant Arrays (a Value is then a 0-d array operand)."""
+    out = [x.item() if isinstance(x, np.generic) or
+           (isinstance(x, np.ndarray) and x.ndim == 0) else x for x in inputs]
+    if not any(isinstance(x, Array) for x in out):
+        out = [_array._constant(x) if isinstance(x, (np.ndarray, list)) else x
+               for x in out]
+    return out
 
 
 def _no_rule(what):
@@ -39,6 +53,7 @@ def apply_ufunc(ufunc, method, inputs, kwargs):
     if method != "__call__" or kwargs.get("out") is not None:
         raise _no_rule(f"{ufunc.__name__}.{method}" if method != "__call__"
                        else f"{ufunc.__name__} with out=")
+    inputs = _operands(inputs)
     if ufunc in _BINARY_UFUNCS:
         return _binary(_BINARY_UFUNCS[ufunc], *inputs)
     if ufunc in _UNARY_UFUNCS:

@@ -247,7 +247,12 @@ class Value:
     """
 
     __slots__ = ("_d", "_i", "_t", "_lb")
-    __array_ufunc__ = None          # NumPy defers to our reflected operators
+
+    # NumPy interop: np.exp(v), np.float64 * v, ndarray * v (an Array)
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        from .numpy_interop import apply_ufunc
+        return apply_ufunc(ufunc, method, inputs, kwargs)
+
     _fuse_constants = frozenset(BINARY)
     _typed_ints = False             # gradients are floats, whatever the data
     _sweep_mode = _core.SWEEP_ACCUM

@@ -1,0 +1,39 @@
+"""NumPy for autograd programs (``import pyautodiff.autograd.numpy as np``).
+
+pyautodiff's Arrays take part in NumPy's own dispatch (``__array_ufunc__``,
+``__array_function__``), so this module is NumPy itself, plus the one thing
+that dispatch cannot do: ``np.array([x, y])`` of traced numbers builds a
+traced array (autograd programs write this often).
+"""
+import builtins as _builtins
+
+import numpy as _np
+from numpy import *          # noqa: F401,F403  NumPy's namespace
+from numpy import fft, linalg, random  # noqa: F401
+
+from ..array import Array, stack
+from ..value import Value
+
+# from here on, NumPy's names (any, sum, max ...) shadow the builtins
+
+
+def _traced(obj):
+    if isinstance(obj, (Value, Array)):
+        return True
+    if isinstance(obj, (list, tuple)):
+        return _builtins.any(_traced(e) for e in obj)   # not numpy's any
+    return False
+
+
+def _stacked(obj):
+    if isinstance(obj, (list, tuple)):
+        return stack([_stacked(e) for e in obj])
+    return obj
+
+
+def array(obj, *args, **kwargs):
+    """numpy.array, or for a (nested) list holding Values or Arrays, the
+    traced array they stack into."""
+    if _traced(obj):
+        return _stacked(obj)
+    return _np.array(obj, *args, **kwargs)

@@ -1,0 +1,216 @@
+"""Record once, replay many: ``ad.record`` and ``@ad.function``.
+
+``F = ad.record(f, *args)`` runs ``f`` once and keeps its Wengert list.
+``F(*args)`` writes new inputs into the leaves and runs the C forward
+sweep; ``F.grad`` & co. add the reverse, tangent or second-order sweeps.
+No Python runs per operation (extern entries such as matrix products call
+their NumPy rule once each).
+
+A recording is only valid where ``f`` would take the same decisions: every
+comparison it made on a Value while recording is a guard (its entry on the
+tape must give the same answer), and so is every boolean mask it used as
+an index.  A replay where a guard flips raises ``BranchError`` naming the
+comparison; ``@ad.function`` records again instead.  Array comparisons
+feeding ``where`` are recorded ops, not guards: a replay recomputes them.
+"""
+import functools
+
+import numpy as np
+
+from . import _core
+from ._core import ffi, lib
+from .pytree import flatten
+from .trace import Trace
+
+
+class BranchError(RuntimeError):
+    """A replay reached a decision (a comparison, a boolean mask) that goes
+    the other way than when the function was recorded."""
+
+
+class Recorded:
+    """A function's Wengert list, replayed in C at new arguments."""
+
+    def __init__(self, f, args, argnum=0, kwargs=None, _trace=None):
+        self.trace = _trace or Trace(f, args, kwargs or {}, argnum, "record",
+                                     inputs=range(len(args)), guards=True)
+        self.name = getattr(f, "__name__", "f")
+        self.nargs = len(self.trace.structures)
+        tape = self.trace.tape
+        if _trace is None:
+            tape.compact()       # what neither the output nor a guard needs
+        tape.flush()
+        self._prepare_guards()
+
+    def _prepare_guards(self):
+        tape = self.trace.tape
+        scalar = [(node, expected, what) for node, expected, what in tape.guards
+                  if np.ndim(expected) == 0]
+        self._array_guards = [(node, expected, what) for node, expected, what
+                              in tape.guards if np.ndim(expected) != 0]
+        self._guard_what = [what for _, _, what in scalar]
+        self._guard_idx = np.array([node._i for node, _, _ in scalar], np.int64)
+        self._guard_expected = np.array([e for _, e, _ in scalar], np.float64)
+        self._guard_args = (len(scalar),
+                            ffi.from_buffer("int64_t[]", self._guard_idx),
+                            ffi.from_buffer("double[]", self._guard_expected))
+
+    # -- replay --------------------------------------------------------------
+
+    def _replay(self, args):
+        """Write args into the leaves, run the forward sweep, check guards."""
+        if len(args) != self.nargs:
+            raise TypeError(f"the recording of {self.name} takes {self.nargs} "
+                            f"argument{'' if self.nargs == 1 else 's'}, "
+                            f"not {len(args)}")
+        tr = self.trace
+        c = tr.tape._c
+        for k, arg in enumerate(args):
+            values, st = flatten(arg, f"{self.name}: argument {k}")
+            want = tr.structures[k]
+            if st.node != want.node or st.kinds != want.kinds:
+                raise TypeError(f"{self.name}: argument {k} does not have the "
+                                "structure it was recorded with")
+            if st.shapes != want.shapes:
+                raise ValueError(f"{self.name}: argument {k} has shape "
+                                 f"{_shapes(st)}, recorded with {_shapes(want)}")
+            for node, kind, v in zip(tr.leaves[k], want.kinds, values):
+                v = getattr(v, "_d", v)
+                if kind == "float":
+                    c.imm[node._i] = v
+                else:
+                    node._d[...] = v
+        tape = tr.tape
+        _core.check(lib.ad_forward(c, 0, tape.nflushed, 0), c, tape)
+        self._check_guards()
+
+    def _check_guards(self):
+        k = lib.ad_check_guards(self.trace.tape._c, *self._guard_args)
+        if k >= 0:
+            raise BranchError(self._flipped(self._guard_what[k]))
+        for node, expected, what in self._array_guards:
+            if not np.array_equal(node._d, expected):
+                raise BranchError(self._flipped(what))
+
+    def _flipped(self, what):
+        return (f"{what} goes the other way at these inputs, so the recording "
+                f"of {self.name} does not hold here; record again at these "
+                "inputs (@ad.function does that by itself)")
+
+    def __call__(self, *args):
+        self._replay(args)
+        return self.trace.output_value()
+
+    def value_and_grad(self, *args):
+        self._replay(args)
+        return self.trace.value_and_grad()
+
+    def grad(self, *args):
+        return self.value_and_grad(*args)[1]
+
+    def jacobian(self, *args):
+        self._replay(args)
+        return self.trace.jacobian()
+
+    def hessian(self, *args):
+        self._replay(args)
+        return self.trace.hessian()
+
+    def hvp(self, *args):
+        """F.hvp(*args, v): the Hessian at args times v."""
+        self._replay(args[:-1])
+        return self.trace.hvp(args[-1])
+
+    def jvp(self, *args):
+        """F.jvp(*args, v) -> (F(*args), J v)."""
+        self._replay(args[:-1])
+        return self.trace.jvp(args[-1])
+
+    # -- inspection and files -------------------------------------------------
+
+    def __len__(self):
+        return len(self.trace.tape)
+
+    def __repr__(self):
+        guards = len(self.trace.tape.guards)
+        return (f"<recording of {self.name}: {len(self)} entries, {guards} "
+                f"guard{'' if guards == 1 else 's'}, {self.nargs} "
+                f"argument{'' if self.nargs == 1 else 's'}>")
+
+    def __str__(self):
+        return repr(self) + "\n" + str(self.trace.tape)
+
+    def save(self, path):
+        """Write the recording to path (see tapefile.py for the format)."""
+        from .tapefile import save
+        save(self, path)
+
+
+def _shapes(st):
+    return st.shapes[0] if st.node is None else st.shapes
+
+
+def record(f, *args, argnum=0):
+    """Run f(*args) once and keep its Wengert list for replays in C."""
+    return Recorded(f, args, argnum)
+
+
+def load(path):
+    """A recording saved by F.save(path); ValueError for a file that is
+    truncated, corrupted or not a recording."""
+    from .tapefile import load as load_file
+    return load_file(path)
+
+
+class Function:
+    """@ad.function: f recorded on its first call and replayed after; it is
+    recorded again for arguments of new shapes, or where a guard flips."""
+
+    def __init__(self, f, argnum=0):
+        functools.update_wrapper(self, f)
+        self.fn = f
+        self.argnum = argnum
+        self.recordings = {}     # argument structures -> Recorded
+
+    def _at(self, args):
+        """A recording replayed at args (recorded now if need be)."""
+        key = tuple(flatten(a, f"{self.fn.__name__}: argument {k}")[1]
+                    for k, a in enumerate(args))
+        rec = self.recordings.get(key)
+        if rec is not None:
+            try:
+                rec._replay(args)
+                return rec
+            except BranchError:
+                pass
+        rec = Recorded(self.fn, args, self.argnum)
+        self.recordings[key] = rec
+        return rec
+
+    def __call__(self, *args):
+        return self._at(args).trace.output_value()
+
+    def value_and_grad(self, *args):
+        return self._at(args).trace.value_and_grad()
+
+    def grad(self, *args):
+        return self.value_and_grad(*args)[1]
+
+    def jacobian(self, *args):
+        return self._at(args).trace.jacobian()
+
+    def hessian(self, *args):
+        return self._at(args).trace.hessian()
+
+    def hvp(self, *args):
+        return self._at(args[:-1]).trace.hvp(args[-1])
+
+    def jvp(self, *args):
+        return self._at(args[:-1]).trace.jvp(args[-1])
+
+
+def function(f=None, *, argnum=0):
+    """Decorator: record f lazily and replay it (see Function)."""
+    if f is None:
+        return lambda g: Function(g, argnum)
+    return Function(f, argnum)
