@@ -1,0 +1,332 @@
+"""ad.record / @ad.function: replays in C against eager runs at many points,
+guards, saved recordings (round trips, and every corrupted byte)."""
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import pyautodiff as ad
+
+
+def scalar_fn(x, y):
+    z = x * y + y ** 2
+    for _ in range(5):
+        z = ad.tanh(z * 0.3) + ad.sin(x) - y / (1.0 + x * x)
+    return ad.exp(z * 0.1) + abs(y) ** 1.5
+
+
+def array_fn(x):
+    return np.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)
+
+
+A = np.random.default_rng(0).normal(size=(3, 4))
+
+
+def mixed_fn(x, s):
+    h = np.tanh(A @ x) * s + ad.sigmoid(s) * x[:3]
+    return ad.logsumexp(h) + np.mean(np.maximum(x, 0.1) ** 2) * s
+
+
+def vector_fn(x):
+    return np.tanh(A @ x) * np.sum(x ** 2)
+
+
+RNG = np.random.default_rng(1)
+
+
+def test_scalar_replay_matches_eager_values_and_gradients():
+    F = ad.record(scalar_fn, 0.3, -0.4)
+    for _ in range(50):
+        x, y = RNG.uniform(-2, 2, size=2)
+        value = F(x, y)
+        assert value == pytest.approx(ad.value_and_grad(scalar_fn)(x, y)[0], rel=1e-13)
+        assert F.grad(x, y) == pytest.approx(ad.grad(scalar_fn)(x, y), rel=1e-12)
+        ex, ey = ad.grad(scalar_fn, (0, 1))(x, y)
+        assert F.value_and_grad(x, y)[1] == pytest.approx(ex, rel=1e-12)
+
+
+def test_scalar_replay_at_the_recorded_point_is_bit_exact():
+    F = ad.record(scalar_fn, 0.3, -0.4)
+    eager = scalar_fn(ad.Value(0.3), ad.Value(-0.4)).data
+    assert F(0.3, -0.4) == eager
+
+
+def test_array_replay_matches_numpy_and_hand_gradient():
+    F = ad.record(array_fn, np.zeros(6))
+    assert len(F) > 0
+    for _ in range(20):
+        x = RNG.normal(size=6)
+        assert F(x) == pytest.approx(array_fn(x), rel=1e-13)
+        g = np.zeros(6)
+        g[:-1] = -400 * x[:-1] * (x[1:] - x[:-1] ** 2) - 2 * (1 - x[:-1])
+        g[1:] += 200 * (x[1:] - x[:-1] ** 2)
+        np.testing.assert_allclose(F.grad(x), g, rtol=1e-12)
+
+
+def test_mixed_replay_all_derivatives_match_the_functional_api():
+    F = ad.record(mixed_fn, np.ones(4), 0.5, argnum=0)
+    for _ in range(10):
+        x, s = RNG.normal(size=4), float(RNG.uniform(0.2, 2))
+        v = RNG.normal(size=4)
+        assert F(x, s) == pytest.approx(ad.value_and_grad(mixed_fn)(x, s)[0], rel=1e-12)
+        np.testing.assert_allclose(F.grad(x, s), ad.grad(mixed_fn)(x, s), rtol=1e-11)
+        np.testing.assert_allclose(F.hessian(x, s), ad.hessian(mixed_fn)(x, s),
+                                   rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(F.hvp(x, s, v), ad.hvp(mixed_fn)(x, s, v),
+                                   rtol=1e-10, atol=1e-12)
+    # argnum picks the other argument
+    G = ad.record(mixed_fn, np.ones(4), 0.5, argnum=1)
+    x, s = RNG.normal(size=4), 0.7
+    assert G.grad(x, s) == pytest.approx(ad.grad(mixed_fn, 1)(x, s), rel=1e-12)
+    both = ad.record(mixed_fn, np.ones(4), 0.5, argnum=(0, 1)).grad(x, s)
+    assert isinstance(both, tuple) and both[1] == pytest.approx(G.grad(x, s))
+
+
+def test_vector_valued_replay_jacobian_and_jvp():
+    F = ad.record(vector_fn, np.ones(4))
+    for _ in range(5):
+        x, v = RNG.normal(size=4), RNG.normal(size=4)
+        np.testing.assert_allclose(F(x), vector_fn(x), rtol=1e-13)
+        J = F.jacobian(x)
+        np.testing.assert_allclose(J, ad.jacobian(vector_fn)(x), rtol=1e-12)
+        value, tangent = F.jvp(x, v)
+        np.testing.assert_allclose(value, vector_fn(x), rtol=1e-13)
+        np.testing.assert_allclose(tangent, J @ v, rtol=1e-10, atol=1e-12)
+
+
+def test_replay_does_not_grow_the_tape():
+    F = ad.record(array_fn, np.zeros(6))
+    n = len(F)
+    for _ in range(100):
+        F.grad(RNG.normal(size=6))
+        F.hessian(RNG.normal(size=6))
+    assert len(F) == n
+
+
+def test_argument_errors():
+    F = ad.record(array_fn, np.zeros(6))
+    with pytest.raises(TypeError, match="1 argument"):
+        F(np.zeros(6), 1.0)
+    with pytest.raises(ValueError, match=r"\(5,\).*\(6,\)"):
+        F(np.zeros(5))
+    with pytest.raises(TypeError):
+        F("abc")
+    G = ad.record(scalar_fn, 1.0, 2.0)
+    with pytest.raises(TypeError):
+        G(np.zeros(3), 1.0)              # an array where a float was recorded
+
+
+def piecewise(x):
+    if x > 0.5:
+        return x * x
+    return -x
+
+
+def test_a_flipped_comparison_raises_branch_error_naming_it():
+    F = ad.record(piecewise, 1.0)
+    assert F(2.0) == 4.0
+    assert F.grad(3.0) == 6.0
+    with pytest.raises(ad.BranchError) as err:
+        F(0.2)
+    message = str(err.value)
+    assert "1.0 > 0.5" in message and "test_record.py" in message
+    assert F(1.5) == 2.25                # still usable after the error
+
+
+def test_comparisons_between_values_and_every_operator():
+    def f(x, y):
+        out = x * y
+        if x < y:
+            out = out + x
+        if x <= 0.0:
+            out = out * 2.0
+        if y >= x:
+            out = out - y
+        return out
+    F = ad.record(f, -1.0, 2.0)
+    assert F(-2.0, 3.0) == f(-2.0, 3.0)
+    for args in ((3.0, 2.0), (1.0, 2.0), (-1.0, -3.0)):
+        with pytest.raises(ad.BranchError):
+            F(*args)
+
+
+def test_where_on_a_recorded_comparison_replays_without_a_guard():
+    def f(x):
+        return np.sum(np.where(x > 0, x ** 2, -x))
+    F = ad.record(f, np.array([1.0, -1.0, 2.0]))
+    for _ in range(10):
+        x = RNG.normal(size=3)
+        assert F(x) == pytest.approx(f(x))
+        np.testing.assert_allclose(F.grad(x), np.where(x > 0, 2 * x, -1.0))
+
+
+def test_a_boolean_mask_index_is_a_guard():
+    def f(x):
+        return np.sum(x[x > 0] ** 2)
+    F = ad.record(f, np.array([1.0, -1.0, 2.0]))
+    assert F(np.array([3.0, -5.0, 1.0])) == 10.0
+    with pytest.raises(ad.BranchError, match="mask"):
+        F(np.array([-3.0, -5.0, 1.0]))
+
+
+def test_function_decorator_records_lazily_and_again_when_needed():
+    calls = []
+
+    @ad.function
+    def f(x):
+        calls.append(1)
+        return piecewise(x)
+
+    assert f(2.0) == 4.0 and len(calls) == 1
+    assert f(3.0) == 9.0 and len(calls) == 1          # replayed
+    assert f(0.1) == -0.1 and len(calls) == 2         # a guard flipped
+    assert f.grad(0.2) == -1.0 and len(calls) == 2
+    assert f.grad(4.0) == 8.0 and len(calls) == 3
+
+    @ad.function
+    def g(x):
+        calls.append(2)
+        return np.sum(x ** 2)
+    np.testing.assert_allclose(g.grad(np.ones(3)), 2 * np.ones(3))
+    np.testing.assert_allclose(g.grad(np.ones(5)), 2 * np.ones(5))  # new shape
+    assert calls.count(2) == 2
+    assert g(np.arange(3.0)) == 5.0 and calls.count(2) == 2
+    np.testing.assert_allclose(g.hessian(np.ones(3)), 2 * np.eye(3))
+
+
+def test_custom_ops_replay_through_their_python_rules():
+    cube = ad.custom_op(lambda x: x ** 3, lambda g, out, x: (3 * x ** 2 * g,))
+    F = ad.record(lambda x: cube(ad.sin(x)), 0.4)
+    for x in (0.1, 0.9, -1.3):
+        assert F(x) == pytest.approx(np.sin(x) ** 3)
+        assert F.grad(x) == pytest.approx(3 * np.sin(x) ** 2 * np.cos(x))
+
+
+def test_print_and_len():
+    F = ad.record(scalar_fn, 0.3, -0.4)
+    assert len(F) == len(str(F).splitlines()) - 2
+    assert "scalar_fn" in repr(F) and "guard" in repr(F)
+
+
+# -- saved recordings ----------------------------------------------------------
+
+@pytest.mark.parametrize("fn,args", [
+    (scalar_fn, (0.3, -0.4)), (array_fn, (np.zeros(5),)),
+    (mixed_fn, (np.ones(4), 0.5)), (piecewise, (1.0,)),
+    (lambda x: np.sum(x[x > 0]), (np.array([1.0, -2.0, 3.0]),)),
+])
+def test_save_and_load_round_trip(tmp_path, fn, args):
+    F = ad.record(fn, *args)
+    path = tmp_path / "f.adtape"
+    F.save(path)
+    G = ad.load(path)
+    assert len(G) == len(F)
+    for _ in range(5):
+        new = [a + RNG.normal(scale=0.01, size=np.shape(a)) if np.ndim(a)
+               else a + float(RNG.normal(scale=0.01)) for a in args]
+        assert G(*new) == pytest.approx(F(*new), rel=1e-14)
+        np.testing.assert_allclose(G.grad(*new), F.grad(*new), rtol=1e-14)
+    if fn is piecewise:
+        with pytest.raises(ad.BranchError):
+            G(0.0)
+
+
+def test_saving_a_custom_op_is_refused(tmp_path):
+    op = ad.custom_op(lambda x: 2 * x, lambda g, out, x: (2 * g,))
+    with pytest.raises(ValueError, match="Python code"):
+        ad.record(lambda x: op(x), 1.0).save(tmp_path / "f.adtape")
+
+
+def test_truncated_and_foreign_files_are_value_errors(tmp_path):
+    F = ad.record(array_fn, np.zeros(4))
+    path = tmp_path / "f.adtape"
+    F.save(path)
+    data = path.read_bytes()
+    for cut in (0, 5, 20, len(data) // 2, len(data) - 1):
+        path.write_bytes(data[:cut])
+        with pytest.raises(ValueError):
+            ad.load(path)
+    path.write_bytes(b"not a tape at all" * 10)
+    with pytest.raises(ValueError, match="not a saved"):
+        ad.load(path)
+
+
+def test_a_well_formed_file_with_a_bad_tape_is_a_value_error(tmp_path):
+    """Files that pass the checksum but describe an impossible tape: the
+    rebuild's checks, not the checksum, must catch them."""
+    import hashlib
+    import json
+    import struct
+    from pyautodiff import tapefile
+    F = ad.record(array_fn, np.zeros(4))
+    path = tmp_path / "f.adtape"
+    F.save(path)
+    data = path.read_bytes()[:-32]
+    magic, version, head_len = tapefile._PREFIX.unpack_from(data)
+    start = tapefile._PREFIX.size
+    header = json.loads(data[start:start + head_len])
+    payload = data[start + head_len:]
+
+    def write(h, p=payload):
+        head = json.dumps(h).encode()
+        body = struct.pack("<8sIQ", magic, version, len(head)) + head + p
+        path.write_bytes(body + hashlib.sha256(body).digest())
+
+    bad_headers = []
+    for change in (lambda h: h.update(entries=h["entries"] + 5),
+                   lambda h: h.update(out=10 ** 6),
+                   lambda h: h.update(leaves=[[-1]]),
+                   lambda h: h["arrays"][1].update(shape=[7, 7]),
+                   lambda h: h["columns"]["op"].__setitem__(0, 10 ** 9),
+                   lambda h: h.pop("guards")):
+        h = json.loads(json.dumps(header))
+        change(h)
+        bad_headers.append(h)
+    for h in bad_headers:
+        write(h)
+        with pytest.raises(ValueError):
+            ad.load(path)
+    # operands pointing forward, and an unknown op code, in the payload
+    ops_at = header["columns"]["a"][0]
+    forward_operand = bytearray(payload)
+    forward_operand[ops_at + 4:ops_at + 8] = struct.pack("<i", 50)
+    op_at = header["columns"]["op"][0]
+    unknown_op = bytearray(payload)
+    unknown_op[op_at + 4:op_at + 8] = struct.pack("<i", 999)
+    for p in (bytes(forward_operand), bytes(unknown_op)):
+        write(header, p)
+        with pytest.raises(ValueError):
+            ad.load(path)
+
+
+def test_every_flipped_byte_and_every_truncation_is_a_clean_error(tmp_path):
+    """In a subprocess, so a crash would show as a failure, not kill pytest."""
+    path = tmp_path / "small.adtape"
+    ad.record(lambda x: np.sum(np.tanh(x) * x[::-1]), np.ones(2)).save(path)
+    script = textwrap.dedent(f"""
+        import pyautodiff as ad
+        data = open({str(path)!r}, "rb").read()
+        bad = {str(tmp_path / "bad.adtape")!r}
+        caught = 0
+        cases = [data[:k] for k in range(len(data))]
+        for k in range(len(data)):
+            for bit in (0x01, 0x80):
+                flipped = bytearray(data)
+                flipped[k] ^= bit
+                cases.append(bytes(flipped))
+        for case in cases:
+            open(bad, "wb").write(case)
+            try:
+                ad.load(bad)
+            except ValueError:
+                caught += 1
+        print(caught, len(cases))
+    """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True,
+                         text=True, timeout=600, cwd=os.getcwd())
+    assert out.returncode == 0, out.stderr
+    caught, total = map(int, out.stdout.split())
+    assert caught == total and total > 1000
