@@ -17,7 +17,7 @@ from .extern import custom_op
 from .functions import (abs, cos, exp, log, max, mean, min, relu, sigmoid,
                         sin, sqrt, sum, tanh)
 from .viz import draw_dot
-from . import optim
+from . import nn, optim
 
 __all__ = [
     "__version__", "TapeError", "Tape", "current_tape", "detect_anomaly",
