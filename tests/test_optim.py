@@ -466,6 +466,21 @@ def test_a_stale_table_is_an_error_not_a_wild_write():
         opt.step()
 
 
+def test_c_rejects_a_malformed_optimizer_struct():
+    from pyautodiff._core import check, ffi, lib
+    o = ffi.new("ad_optim *")
+    o.nparams = 1                     # but no table
+    with pytest.raises(ValueError, match="table"):
+        check(lib.ad_optim_step(o), o)
+    o.nparams = -1
+    with pytest.raises(ValueError, match="negative"):
+        check(lib.ad_optim_zero_grad(o, 1), o)
+    o.nparams = 0
+    o.rule = 99
+    with pytest.raises(ValueError, match="rule"):
+        check(lib.ad_optim_step(o), o)
+
+
 # --- torch itself, when it is installed -------------------------------------------
 
 @pytest.mark.parametrize("name,rule,hyper", CASES, ids=CASE_IDS)
