@@ -109,9 +109,12 @@ enum ad_flag {
     AD_FLAG_GRAD_FLOAT = 2,  /* the grad is a float (else an int)              */
     AD_FLAG_VALUE_INT = 4,   /* the value was a Python int when recorded       */
     AD_FLAG_IMM_INT = 8,     /* the immediate was a Python int                 */
-    AD_FLAG_VARIABLE = 16    /* a leaf the user made, or an entry depending on
+    AD_FLAG_VARIABLE = 16,   /* a leaf the user made, or an entry depending on
                                 one: only these take part in a reverse sweep
                                 (an ndarray used as an operand is a constant) */
+    AD_FLAG_HAS_GRAD = 32    /* a sweep reached the entry or its grad was set:
+                                optimizers skip parameters without one, as
+                                torch skips a parameter whose grad is None  */
 };
 
 /* One recorded operation as the Python side packs it ("iiiidd").  flags may

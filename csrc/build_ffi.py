@@ -2,8 +2,9 @@
 
 setup.py names ``csrc/build_ffi.py:ffibuilder`` in ``cffi_modules``.  This is
 the one file that imports ``cffi.FFI``; at run time only ``pyautodiff._core``
-touches the compiled module.  The declarations come from ``csrc/ad.h`` itself
-(minus preprocessor lines), so the op enum is written exactly once.
+touches the compiled module.  The declarations come from ``csrc/ad.h`` (the
+tape and its ops) and ``csrc/optim.h`` (optimizer steps) themselves, minus
+preprocessor lines, so the op enum is written exactly once.
 """
 import os
 import re
@@ -13,7 +14,8 @@ from cffi import FFI
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 SOURCES = ["tape.c", "opinfo.c", "blocks.c", "blockcache.c", "forward.c",
-           "reverse.c", "tangent.c", "second.c"]
+           "reverse.c", "tangent.c", "second.c", "optim.c"]
+HEADERS = ["ad.h", "optim.h"]
 
 
 def package_version():
@@ -24,10 +26,12 @@ def package_version():
 
 
 def cdef_text():
-    """ad.h without the lines cffi's parser does not take: #include, the
-    include guard and #if blocks.  '#define NAME <integer>' stays."""
-    with open(os.path.join(HERE, "ad.h")) as f:
-        lines = f.read().splitlines()
+    """The headers without the lines cffi's parser does not take: #include,
+    the include guard and #if blocks.  '#define NAME <integer>' stays."""
+    lines = []
+    for name in HEADERS:
+        with open(os.path.join(HERE, name)) as f:
+            lines += f.read().splitlines()
     keep = [ln for ln in lines
             if not ln.lstrip().startswith("#")
             or re.match(r"\s*#define\s+\w+\s+\d+\s*$", ln)]
@@ -35,7 +39,10 @@ def cdef_text():
 
 
 def extra_compile_args():
-    args = ["-std=c11", "-O2", "-Wall", "-Wextra", "-Werror=switch"]
+    # no fused multiply-add: every operation rounds on its own, as the
+    # formulas are written (the optimizers follow torch's step by step)
+    args = ["-std=c11", "-O2", "-Wall", "-Wextra", "-Werror=switch",
+            "-ffp-contract=off"]
     # e.g. PYAUTODIFF_CFLAGS="-O1 -g -fsanitize=address,undefined"
     args += os.environ.get("PYAUTODIFF_CFLAGS", "").split()
     return args
@@ -53,7 +60,7 @@ ffibuilder = FFI()
 ffibuilder.cdef(cdef_text() + PYTHON_CALLBACKS)
 ffibuilder.set_source(
     "pyautodiff._ad_core",
-    '#include "ad.h"\n'
+    '#include "ad.h"\n#include "optim.h"\n'
     'const char *ad_version(void) { return "%s"; }\n' % package_version(),
     sources=[os.path.relpath(os.path.join(HERE, s), ROOT) for s in SOURCES],
     include_dirs=[os.path.relpath(HERE, ROOT)],

@@ -243,7 +243,8 @@ int ad_backward_arrays(ad_tape *t, int64_t nseeds, const int64_t *idx,
             g[i] = 0.0;
     for (int64_t k = 0; k < nseeds; ++k) {
         if (!(f[idx[k]] & AD_FLAG_MARK)) {
-            f[idx[k]] |= AD_FLAG_MARK;
+            /* a reached entry has a gradient (optimizers skip the others) */
+            f[idx[k]] |= AD_FLAG_MARK | AD_FLAG_HAS_GRAD;
             if ((status = ad_block_prepare(t, idx[k], mode)) != AD_OK)
                 return status;
         }
@@ -270,7 +271,7 @@ int ad_backward_arrays(ad_tape *t, int64_t nseeds, const int64_t *idx,
 #define REACH(j)                                                             \
         if ((j) >= 0 && (f[j] & (AD_FLAG_VARIABLE | AD_FLAG_MARK))           \
                             == AD_FLAG_VARIABLE) {                           \
-            f[j] |= AD_FLAG_MARK;                                            \
+            f[j] |= AD_FLAG_MARK | AD_FLAG_HAS_GRAD;                         \
             if (t->aux[j] >= 0 &&                                            \
                 (status = ad_block_prepare(t, (j), mode)) != AD_OK)          \
                 return status;                                               \
@@ -320,6 +321,7 @@ int ad_reverse_step(ad_tape *t, int64_t i)
         int status = ad_block_prepare(t, touched[k], AD_SWEEP_INPLACE);
         if (status != AD_OK)
             return status;
+        t->flags[touched[k]] |= AD_FLAG_HAS_GRAD;
     }
     return reverse_entry(t, t->grad, i, AD_SWEEP_INPLACE, 0);
 }

@@ -20,6 +20,7 @@ from .viz import draw_dot
 from .functional import (check_grad, grad, hessian, hvp, jacobian, jvp,
                          value_and_grad, vjp)
 from .record import BranchError, Recorded, function, load, record
+from . import nn, optim
 
 __all__ = [
     "__version__", "TapeError", "Tape", "current_tape", "detect_anomaly",

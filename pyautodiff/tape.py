@@ -132,7 +132,7 @@ class Tape:
                  "parent", "imports", "compact_at", "_tokens", "_frozen",
                  "custom", "_entered", "_kept", "array_elems", "compact_elems",
                  "_frozen_arrays", "externs", "sweep_mode", "callback_error",
-                 "guards", "__weakref__")
+                 "guards", "generation", "__weakref__")
 
     def __init__(self):
         self._c = _core.new_tape()
@@ -156,6 +156,7 @@ class Tape:
         _core.register_callbacks(self._c, self)
         self._entered = False
         self._frozen = None      # grads kept after release, by entry
+        self.generation = 0      # compactions so far: entry numbers changed
         self._update_limit()
 
     # -- recording ---------------------------------------------------------
@@ -240,6 +241,7 @@ class Tape:
                 node._i = i
             del nodes[first:]
             nodes += moved
+        self.generation += 1
         if self.externs:
             self.externs = {int(newidx[i]): rule for i, rule in self.externs.items()
                             if newidx[i] >= 0}
@@ -282,9 +284,11 @@ class Tape:
         self._check_open()
         self.flush()
         self._c.grad[i] = g
+        flags = self._c.flags[i] | _core.FLAG_HAS_GRAD
         if is_float is not None:
             bit = _core.FLAG_GRAD_FLOAT
-            self._c.flags[i] = (self._c.flags[i] & ~bit) | (bit if is_float else 0)
+            flags = (flags & ~bit) | (bit if is_float else 0)
+        self._c.flags[i] = flags
 
     def set_value(self, i, d, is_int=False):
         """A new value for entry i (its .data assigned).  A leaf's value is

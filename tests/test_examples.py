@@ -1,0 +1,54 @@
+"""The scripts in examples/ run (at a small size) and reach their goal."""
+import importlib.util
+import os
+
+import pytest
+
+EXAMPLES = os.path.join(os.path.dirname(__file__), os.pardir, "examples")
+
+
+def load(name):
+    spec = importlib.util.spec_from_file_location(
+        f"example_{name}", os.path.join(EXAMPLES, f"{name}.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_linear_regression_recovers_the_line(capsys):
+    w, b = load("linear_regression").main(["--steps", "200"])
+    assert w == pytest.approx(1.0, abs=1e-6)
+    assert b == pytest.approx(-1.0, abs=1e-6)
+    assert "fitted y = 1.0000 * x + (-1.0000)" in capsys.readouterr().out
+
+
+def test_tanh_neuron_gradients(capsys):
+    o, grads = load("tanh_neuron").main([])
+    assert o == pytest.approx(2 ** -0.5, abs=1e-12)
+    expected = {"x1": -1.5, "w1": 1.0, "x2": 0.5, "w2": 0.0, "b": 0.5}
+    assert grads == pytest.approx(expected, abs=1e-12)
+    out = capsys.readouterr().out
+    assert "= 0.7071" in out and "d o / d x1 = -1.5000" in out
+
+
+@pytest.mark.parametrize("optimizer", ["sgd", "adam"])
+def test_moons_mlp_learns(optimizer, capsys):
+    accuracy = load("moons_mlp").main(["--points", "40", "--steps", "20",
+                                       "--optimizer", optimizer])
+    assert accuracy >= 0.85
+    out = capsys.readouterr().out
+    assert "337 parameters" in out and "step   0" in out
+
+
+def test_spiral_adam_reaches_high_training_accuracy(capsys):
+    accuracy = load("spiral_adam").main(["--points", "40", "--steps", "200",
+                                         "--hidden", "32"])
+    assert accuracy >= 0.95
+    assert "final training accuracy" in capsys.readouterr().out
+
+
+def test_spiral_data_has_three_balanced_classes():
+    X, y = load("spiral_adam").make_spiral(25)
+    assert X.shape == (75, 2) and sorted(set(y.tolist())) == [0, 1, 2]
+    assert all((y == k).sum() == 25 for k in range(3))
+    assert abs(X).max() <= 1.0 + 1e-12          # radius at most 1
