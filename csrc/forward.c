@@ -93,24 +93,14 @@ static int forward_array(ad_tape *t, int64_t i)
     return AD_OK;
 }
 
-int ad_forward_entry(ad_tape *t, int64_t i, int check)
+/* A scalar entry: its rule, on the values of its operands.  Inlined into
+ * the sweep's loop, where replays spend their time. */
+static inline int forward_scalar(ad_tape *t, int64_t i)
 {
-    if (t->aux[i] >= 0) {
-        int status = forward_array(t, i);
-        if (status != AD_OK || !check)
-            return status;
-        ad_block *bk = &t->blk[t->aux[i]];
-        for (int64_t k = 0; k < bk->size; ++k)
-            if (!isfinite(bk->val[k]))
-                return ad_fail(t, AD_ENONFINITE, i, "%s at tape index %lld "
-                               "produced %s", ad_op_name(t->op[i]),
-                               (long long)i, isnan(bk->val[k]) ? "nan" : "inf");
-        return AD_OK;
-    }
     double *v = t->val;
-    double x = t->a[i] >= 0 ? v[t->a[i]] : 0.0;
-    double y = t->b[i] >= 0 ? v[t->b[i]] : 0.0;
-    double c = t->imm[i];
+    const int32_t a = t->a[i], b = t->b[i];
+    const double x = a >= 0 ? v[a] : 0.0, y = b >= 0 ? v[b] : 0.0;
+    const double c = t->imm[i];
     switch ((enum ad_op)t->op[i]) {
 #define SCALAR_CASE(OP, AR, EXPR, DA, DB, DAA, DAB, DBB)                     \
     case OP: v[i] = (EXPR); break;
@@ -121,21 +111,38 @@ int ad_forward_entry(ad_tape *t, int64_t i, int check)
     /* a scalar entry of these reduces, reshapes or picks one number */
     case AD_MAX: case AD_MIN: case AD_RESHAPE: case AD_GATHER: case AD_SCATTER:
         v[i] = x; break;
-    case AD_EXTERN: {
-        int status = forward_extern(t, i);
-        if (status != AD_OK)
-            return status;
-        break;
-    }
+    case AD_EXTERN:
+        return forward_extern(t, i);
     case AD_NUM_OPS:
         return ad_fail(t, AD_EINVAL, i, "bad op at %lld", (long long)i);
     }
     AD_TRACE_STEP("fwd", t, i, 0.0);
-    if (check && !isfinite(v[i]))
-        return ad_fail(t, AD_ENONFINITE, i, "%s at tape index %lld "
-                       "produced %s", ad_op_name(t->op[i]), (long long)i,
-                       isnan(v[i]) ? "nan" : "inf");
     return AD_OK;
+}
+
+static int nonfinite(ad_tape *t, int64_t i, double value)
+{
+    return ad_fail(t, AD_ENONFINITE, i, "%s at tape index %lld produced %s",
+                   ad_op_name(t->op[i]), (long long)i, isnan(value) ? "nan"
+                                                                    : "inf");
+}
+
+int ad_forward_entry(ad_tape *t, int64_t i, int check)
+{
+    if (t->aux[i] >= 0) {
+        int status = forward_array(t, i);
+        if (status != AD_OK || !check)
+            return status;
+        ad_block *bk = &t->blk[t->aux[i]];
+        for (int64_t k = 0; k < bk->size; ++k)
+            if (!isfinite(bk->val[k]))
+                return nonfinite(t, i, bk->val[k]);
+        return AD_OK;
+    }
+    int status = forward_scalar(t, i);
+    if (status == AD_OK && check && !isfinite(t->val[i]))
+        return nonfinite(t, i, t->val[i]);
+    return status;
 }
 
 int ad_forward(ad_tape *t, int64_t lo, int64_t hi, int check)
@@ -145,7 +152,8 @@ int ad_forward(ad_tape *t, int64_t lo, int64_t hi, int check)
                        "outside the tape's %lld entries", (long long)lo,
                        (long long)hi, (long long)t->n);
     for (int64_t i = lo; i < hi; ++i) {
-        int status = ad_forward_entry(t, i, check);
+        int status = t->aux[i] < 0 && !check ? forward_scalar(t, i)
+                                             : ad_forward_entry(t, i, check);
         if (status != AD_OK)
             return status;
     }
