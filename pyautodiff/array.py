@@ -483,15 +483,24 @@ def _scatter(x, shape, positions):
 
 
 def _asarray(x):
-    """x as an Array: a Value becomes a 0-d Array (one entry reading it)."""
+    """x as an Array: a Value becomes a 0-d Array (one entry reading it), a
+    list holding Values or Arrays the Array they stack into."""
     if isinstance(x, Array):
         return x
+    if isinstance(x, (list, tuple)) and _holds_traced(x):
+        return stack([_asarray(e) for e in x])
     if isinstance(x, Value):
         t = recording_tape()
         if t is NO_GRAD:
             return _detached(x.data)
         return _new(Array, t, OPS["RESHAPE"], _operand(x, t)[0], -1, 0.0, ())
     return _constant(x)
+
+
+def _holds_traced(x):
+    if isinstance(x, (Array, Value)):
+        return True
+    return isinstance(x, (list, tuple)) and any(_holds_traced(e) for e in x)
 
 
 def concatenate(arrays, axis=0):

@@ -14,7 +14,7 @@ import numpy as np
 from .array import Array
 from .extern import ExternRule, record_extern
 from .pytree import flatten, unflatten
-from .trace import Trace
+from .trace import DIFFERENTIATING, Trace
 from .value import Value
 
 
@@ -30,6 +30,7 @@ def _transform(f, argnum, name, derivative, takes_vector=False):
             args, vector = args[:-1], (args[-1],)
         tr = Trace(f, args, kwargs, argnum, name)
         try:
+            _check_closure(tr, name)
             result = derivative(tr, *vector)
             if tr.outer:
                 result = _nested(f, args, kwargs, argnum, tr, name, result)
@@ -82,43 +83,64 @@ def vjp(f, argnum=0):
     vjp_fn."""
     def vjp_f(*args, **kwargs):
         tr = Trace(f, args, kwargs, argnum, "vjp")
+        _check_closure(tr, "vjp")
+        if tr.outer:
+            raise _nesting_error("vjp")
         return tr.output_value(), tr.vjp
     return vjp_f
 
 
 # -- a gradient inside a gradient ------------------------------------------------
 
+def _check_closure(tr, name):
+    """A variable of an enclosing derivative used inside f (not passed as
+    an argument) would be a constant here, and the enclosing derivative
+    silently wrong: refuse.  Values of ordinary tapes are constants."""
+    if any(outer._t in DIFFERENTIATING for outer in tr.tape.imports):
+        raise NotImplementedError(
+            f"{name}: the function uses a variable of an enclosing derivative "
+            "that is not one of its arguments; pass it as an argument (a "
+            "derivative of a derivative must see all its variables)")
+
+
+def _nesting_error(name):
+    return NotImplementedError(
+        f"{name} inside another derivative is not supported; grad and "
+        "value_and_grad inside grad are (to second order)")
+
+
 def _nested(f, args, kwargs, argnum, tr, name, result):
     """A derivative whose argument is a Value or Array of an enclosing tape:
-    record the inner gradient there as one op whose derivative is the
-    Hessian-vector product, so the outer derivative is exact."""
+    record its result there as ops whose derivatives are exact (the value
+    of f has f's gradient, the gradient has the Hessian-vector product)."""
     if name not in ("grad", "value_and_grad"):
-        raise NotImplementedError(f"{name} inside another derivative is not "
-                                  "supported; grad inside grad is")
+        raise _nesting_error(name)
     x = args[argnum] if isinstance(argnum, int) else None
-    if not isinstance(x, (Value, Array)) or len(tr.outer) != 1 or tr.tape.imports:
+    if not isinstance(x, (Value, Array)) or len(tr.outer) != 1:
         raise NotImplementedError(
             "a derivative of a derivative needs the inner function's argument "
-            "to be one float or array, and the inner function must not use "
-            "other variables of the outer derivative")
+            "to be one float or array")
 
     def at(xv):
         return [xv if k == argnum else a for k, a in enumerate(args)]
 
-    def forward(xv):
-        return grad(f, argnum)(*at(xv), **kwargs)
-
-    def vjp_rule(g, out, xv):
-        return (hvp(f, argnum)(*at(xv), g, **kwargs),)
-
-    def jvp_rule(tangents, out, xv):
-        return hvp(f, argnum)(*at(xv), tangents[0], **kwargs)
-
-    rule = ExternRule(forward, vjp_rule, f"grad of {getattr(f, '__name__', 'f')}",
-                      jvp=jvp_rule)
-    gradient = result[1] if name == "value_and_grad" else result
-    inner = record_extern(rule, [x], gradient)
-    return (result[0], inner) if name == "value_and_grad" else inner
+    fname = getattr(f, "__name__", "f")
+    gradient_rule = ExternRule(
+        lambda xv: grad(f, argnum)(*at(xv), **kwargs),
+        lambda g, out, xv: (hvp(f, argnum)(*at(xv), g, **kwargs),),
+        f"grad of {fname}",
+        jvp=lambda ts, out, xv: hvp(f, argnum)(*at(xv), ts[0], **kwargs))
+    if name == "grad":
+        return record_extern(gradient_rule, [x], result)
+    value, gradient = result
+    value_rule = ExternRule(
+        lambda xv: value_and_grad(f, argnum)(*at(xv), **kwargs)[0],
+        lambda g, out, xv: (np.asarray(g) * grad(f, argnum)(*at(xv), **kwargs),),
+        fname,
+        jvp=lambda ts, out, xv: float(np.vdot(grad(f, argnum)(*at(xv), **kwargs),
+                                              ts[0])))
+    return (record_extern(value_rule, [x], value),
+            record_extern(gradient_rule, [x], gradient))
 
 
 # -- checking ------------------------------------------------------------------

@@ -72,6 +72,8 @@ def _reduction(name):
 
 
 def _dot(a, b):
+    if np.ndim(_array._plain(a)) == 0 or np.ndim(_array._plain(b)) == 0:
+        return _binary("__mul__", *_operands([a, b]))    # NumPy multiplies
     if np.ndim(_array._plain(a)) > 2 or np.ndim(_array._plain(b)) > 2:
         raise _no_rule("dot of arrays with more than 2 dimensions (use matmul)")
     return _array.matmul(a, b)

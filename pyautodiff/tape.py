@@ -311,13 +311,14 @@ class Tape:
 
     # -- sweeps ------------------------------------------------------------
 
-    def backward(self, idx, seeds, mode):
+    def backward(self, idx, seeds, mode, route_imports=True):
         """Reverse sweep from entries idx with adjoints seeds (a number, or
         an array for an Array's entry), then on to the enclosing tapes
-        through the Values and Arrays this tape imported."""
+        through the Values and Arrays this tape imported (unless
+        route_imports is false: then they are constants here)."""
         self._check_open()
         self.flush()
-        imports = list(self.imports.values())
+        imports = list(self.imports.values()) if route_imports else []
         if imports:
             # what this sweep adds to the imported leaves' grads is routed on
             before = [self._grad_now(p) for p in imports]

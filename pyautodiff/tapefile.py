@@ -112,6 +112,10 @@ def save(rec, path):
             bk = c.blk[c.aux[i]]
             entry["map"] = payload.add([bk.map[k] for k in range(bk.nmap)], "i8")
         arrays.append(entry)
+    leaves, structure = tr.outputs()
+    if structure.node is not None:
+        raise ValueError("only a recording with one result (a float or an "
+                         "array) can be saved")
     out = tr.output_entry()
     header = {
         "name": rec.name,

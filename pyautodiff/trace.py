@@ -13,6 +13,7 @@ few lines over the sweeps:
     hessian                 one hvp per input element
 """
 import itertools
+import weakref
 
 import numpy as np
 
@@ -21,6 +22,11 @@ from .array import Array
 from .pytree import as_leaf, flatten, unflatten
 from .tape import DADJ, TAN, Tape, state
 from .value import Value
+
+
+# Tapes of the traces alive now: an inner derivative that uses a variable
+# of one of these cannot be exact (see functional._transform).
+DIFFERENTIATING = weakref.WeakSet()
 
 
 def argnums_of(argnum):
@@ -52,6 +58,7 @@ class Trace:
         self.argnums = [k % nargs for k in argnums_of(argnum)]
         self.inputs = sorted(set(self.argnums if inputs is None else inputs))
         self.tape = Tape()
+        DIFFERENTIATING.add(self.tape)
         self.structures = {}     # argument position -> Structure
         self.leaves = {}         # argument position -> its leaf nodes
         self.outer = []          # enclosing tapes' nodes given as arguments
@@ -83,39 +90,54 @@ class Trace:
         self.tape.release()
 
     # -- the output ------------------------------------------------------------
+    # The result may be a float, an array, a Value or Array, or lists,
+    # tuples and dicts of them; flattened, each leaf is an entry of this
+    # tape or a constant.
 
-    def output_entry(self):
-        """The output's entry on this tape, or None for a constant output."""
-        out = self.out
-        if isinstance(out, (Value, Array)) and out._t is self.tape:
-            return out._i
+    def outputs(self):
+        """(leaves, Structure) of the result."""
+        if not hasattr(self, "_outputs"):
+            self._outputs = flatten(self.out, f"{self.name}: the function's result")
+        return self._outputs
+
+    def entry_of(self, leaf):
+        """leaf's entry on this tape, or None for a constant."""
+        if isinstance(leaf, (Value, Array)) and leaf._t is self.tape:
+            return leaf._i
         return None
 
-    def output_value(self):
-        """The output as it stands (after a replay too): a float or an
-        ndarray."""
-        out, i = self.out, self.output_entry()
-        if isinstance(out, Value):
+    def output_entry(self):
+        """The entry of a single-leaf result, or None for a constant."""
+        leaves, _ = self.outputs()
+        return self.entry_of(leaves[0]) if len(leaves) == 1 else None
+
+    def _leaf_value(self, leaf):
+        if isinstance(leaf, Value):
+            i = self.entry_of(leaf)
             if i is None:
-                return out.data
+                return leaf.data
             self.tape.flush()
             return self.tape._c.val[i]
-        if isinstance(out, Array):
-            return out.data.copy() if out.ndim else float(out.data)
-        if isinstance(out, (list, tuple, dict)) or not _is_number(out):
-            raise TypeError(f"{self.name}: the function returned "
-                            f"{type(out).__name__}; it must return one float "
-                            "or array")
-        return np.array(out, dtype=np.float64) if np.ndim(out) else float(out)
+        if isinstance(leaf, Array):
+            return leaf.data.copy() if leaf.ndim else float(leaf.data)
+        return leaf
+
+    def output_value(self):
+        """The result as it stands (after a replay too), with plain floats
+        and ndarrays in its structure."""
+        leaves, st = self.outputs()
+        return unflatten(st, [self._leaf_value(leaf) for leaf in leaves])
 
     def scalar_output(self):
         """(entry or None, value) of a function that must return a scalar."""
-        value = self.output_value()
-        if np.size(value) != 1:
+        leaves, st = self.outputs()
+        value = self._leaf_value(leaves[0]) if len(leaves) == 1 else None
+        if st.node is not None or np.size(value) != 1:
+            shape = np.shape(value) if st.node is None else "a " + type(self.out).__name__
             raise TypeError(f"{self.name} needs a function with a scalar "
-                            f"output; this one returned shape "
-                            f"{np.shape(value)} (use jacobian or vjp)")
-        return self.output_entry(), float(np.reshape(value, ()))
+                            f"output; this one returned {shape} (use "
+                            "jacobian or vjp)")
+        return self.entry_of(leaves[0]), float(np.reshape(value, ()))
 
     # -- the leaves ------------------------------------------------------------
 
@@ -152,19 +174,22 @@ class Trace:
             values, vst = flatten(v, f"{self.name}: the vector for argument {k}")
             if vst.node != st.node or vst.shapes != st.shapes:
                 raise ValueError(f"{self.name}: the vector for argument {k} "
-                                 f"has shapes {vst.shapes}, the argument "
-                                 f"{st.shapes}")
+                                 "must have the argument's structure and "
+                                 f"shapes ({_describe(st)}), not "
+                                 f"{_describe(vst)}")
             seeds += [np.asarray(x._d if isinstance(x, (Value, Array)) else x,
                                  dtype=np.float64) for x in values]
         return seeds
 
     # -- sweeps ------------------------------------------------------------------
 
-    def reverse(self, idx, seed):
-        """Gradients of the variables for adjoint seed at entry idx."""
+    def reverse(self, idx, seeds):
+        """Gradients of the variables for adjoint seeds at entries idx (the
+        leaves an enclosing tape lent are constants here)."""
         for node in self.variables():
             node.grad = 0.0
-        self.tape.backward([idx], [seed], _core.SWEEP_ACCUM)
+        self.tape.backward(list(idx), list(seeds), _core.SWEEP_ACCUM,
+                           route_imports=False)
         return self.read(lambda node: node.grad)
 
     def tangent(self, seeds):
@@ -176,30 +201,40 @@ class Trace:
         idx, value = self.scalar_output()
         if idx is None:
             return value, self.zeros()
-        return value, self.reverse(idx, 1.0)
+        return value, self.reverse([idx], [1.0])
 
     def vjp(self, cotangent):
-        value = self.output_value()
-        seed = np.asarray(cotangent._d if isinstance(cotangent, (Value, Array))
-                          else cotangent, dtype=np.float64)
-        if seed.shape != np.shape(value):
-            raise ValueError(f"{self.name}: the cotangent has shape "
-                             f"{seed.shape}, the output {np.shape(value)}")
-        idx = self.output_entry()
-        if idx is None:
+        """cotangent (structured like the result) times the Jacobian."""
+        leaves, st = self.outputs()
+        seeds, cst = flatten(cotangent, f"{self.name}: the cotangent")
+        if cst.node != st.node or cst.shapes != [tuple(np.shape(self._leaf_value(leaf)))
+                                                  for leaf in leaves]:
+            raise ValueError(f"{self.name}: the cotangent has shapes "
+                             f"{cst.shapes}, the result {st.shapes}")
+        idx, vals = [], []
+        for leaf, seed in zip(leaves, seeds):
+            i = self.entry_of(leaf)
+            if i is not None:
+                idx.append(i)
+                vals.append(np.asarray(getattr(seed, "_d", seed), dtype=np.float64)
+                            if np.ndim(getattr(seed, "_d", seed)) else float(getattr(seed, "_d", seed)))
+        if not idx:
             return self.zeros()
-        return self.reverse(idx, seed if seed.ndim else float(seed))
+        return self.reverse(idx, vals)
 
     def jvp(self, vector):
+        """(result, Jacobian times vector), the tangent structured like the
+        result."""
         seeds = self.directions(vector)
+        leaves, st = self.outputs()
         value = self.output_value()
-        idx = self.output_entry()
-        if idx is None:
-            return value, as_leaf("float" if np.ndim(value) == 0 else "array",
-                                  np.zeros(np.shape(value)))
-        self.tangent(seeds)
-        tangent = self.scratch_of(self.out, TAN)
-        return value, float(tangent) if np.ndim(value) == 0 else tangent
+        if any(self.entry_of(leaf) is not None for leaf in leaves):
+            self.tangent(seeds)
+        tangents = [as_leaf(kind, np.zeros(np.shape(self._leaf_value(leaf)))
+                            if self.entry_of(leaf) is None
+                            else self.scratch_of(leaf, TAN))
+                    for kind, leaf in zip(st.kinds, leaves)]
+        return value, unflatten(st, tangents)
 
     def hvp(self, vector):
         idx, _ = self.scalar_output()
@@ -210,54 +245,99 @@ class Trace:
         self.tape.second_order([idx], [1.0])
         return self.read(lambda node: self.scratch_of(node, DADJ))
 
-    def single_variable(self):
-        if len(self.argnums) != 1 or self.structures[self.argnums[0]].node is not None:
-            raise TypeError(f"{self.name}: the argument must be one float or "
-                            "ndarray (use jvp, vjp or hvp for nested arguments)")
-        k = self.argnums[0]
-        return self.leaves[k][0], self.structures[k].shapes[0]
+    def _plain_variables(self, what):
+        """The variables, one float or ndarray per differentiated argument:
+        (leaf nodes, kinds, shapes)."""
+        nodes, kinds, shapes = [], [], []
+        for k in self.argnums:
+            st = self.structures[k]
+            if st.node is not None:
+                raise TypeError(f"{self.name}: argument {k} must be one float "
+                                f"or ndarray for {what} (use jvp, vjp or hvp "
+                                "for nested arguments)")
+            nodes.append(self.leaves[k][0])
+            kinds.append(st.kinds[0])
+            shapes.append(st.shapes[0])
+        return nodes, kinds, shapes
+
+    def _blocks(self, matrix, rows, cols):
+        """matrix cut into blocks: rows and cols are (kind, shape) lists; a
+        block is a float where both sides are floats."""
+        out, r0 = [], 0
+        for rkind, rshape in rows:
+            m = int(np.prod(rshape))
+            line, c0 = [], 0
+            for ckind, cshape in cols:
+                n = int(np.prod(cshape))
+                block = matrix[r0:r0 + m, c0:c0 + n].reshape(rshape + cshape)
+                line.append(float(block) if rkind == ckind == "float" else block)
+                c0 += n
+            out.append(line)
+            r0 += m
+        return out
 
     def jacobian(self):
-        leaf, xshape = self.single_variable()
-        value = self.output_value()
-        oshape = np.shape(value)
-        m, n = int(np.prod(oshape)), int(np.prod(xshape))
-        jac = np.zeros((m, n))
-        idx = self.output_entry()
-        if idx is not None and m <= n:
-            for r in range(m):
-                seed = np.zeros(m)
-                seed[r] = 1.0
-                jac[r] = np.reshape(self.reverse(idx, seed.reshape(oshape)
-                                                 if oshape else 1.0), -1)
-        elif idx is not None:
-            for k in range(n):
-                seed = np.zeros(n)
-                seed[k] = 1.0
-                self.tangent([seed.reshape(xshape)])
-                jac[:, k] = np.reshape(self.scratch_of(self.out, TAN), -1)
-        jac = jac.reshape(oshape + xshape)
-        return float(jac) if jac.ndim == 0 else jac
+        """Per result leaf, d(leaf)/d(argument) of shape leaf.shape +
+        argument.shape (a tuple over a tuple argnum), in the result's
+        structure."""
+        nodes, kinds, shapes = self._plain_variables("jacobian")
+        leaves, st = self.outputs()
+        oshapes = [tuple(np.shape(self._leaf_value(leaf))) for leaf in leaves]
+        sizes = [int(np.prod(s)) for s in shapes]
+        osizes = [int(np.prod(s)) for s in oshapes]
+        M, N = sum(osizes), sum(sizes)
+        jac = np.zeros((M, N))
+        entries = [self.entry_of(leaf) for leaf in leaves]
+        if any(e is not None for e in entries):
+            if M <= N:                              # one reverse sweep per row
+                row = 0
+                for e, oshape, m in zip(entries, oshapes, osizes):
+                    for r in range(m):
+                        if e is not None:
+                            seed = np.zeros(m)
+                            seed[r] = 1.0
+                            self.reverse([e], [seed.reshape(oshape) if oshape else 1.0])
+                            jac[row] = np.concatenate([np.reshape(n.grad, -1)
+                                                       for n in nodes])
+                        row += 1
+            else:                                   # one tangent sweep per column
+                for k in range(N):
+                    seed = np.zeros(N)
+                    seed[k] = 1.0
+                    parts = np.split(seed, np.cumsum(sizes)[:-1])
+                    self.tangent([p.reshape(s) for p, s in zip(parts, shapes)])
+                    jac[:, k] = np.concatenate([
+                        np.zeros(m) if e is None else
+                        np.reshape(self.scratch_of(leaf, TAN), -1)
+                        for e, leaf, m in zip(entries, leaves, osizes)])
+        blocks = self._blocks(jac, list(zip(st.kinds, oshapes)),
+                              list(zip(kinds, shapes)))
+        per_leaf = [pick(self.argnum, line) for line in blocks]
+        return unflatten(st, per_leaf) if st.node is not None else per_leaf[0]
 
     def hessian(self):
-        leaf, xshape = self.single_variable()
+        """The exact Hessian: shape x.shape + x.shape, or nested tuples of
+        blocks over a tuple argnum."""
+        nodes, kinds, shapes = self._plain_variables("hessian")
         idx, _ = self.scalar_output()
-        n = int(np.prod(xshape))
-        hess = np.zeros((n, n))
+        sizes = [int(np.prod(s)) for s in shapes]
+        N = sum(sizes)
+        hess = np.zeros((N, N))
         if idx is not None:
-            for k in range(n):
-                seed = np.zeros(n)
+            for k in range(N):
+                seed = np.zeros(N)
                 seed[k] = 1.0
-                self.tangent([seed.reshape(xshape)])
+                parts = np.split(seed, np.cumsum(sizes)[:-1])
+                self.tangent([p.reshape(s) for p, s in zip(parts, shapes)])
                 self.tape.second_order([idx], [1.0])
-                hess[:, k] = np.reshape(self.scratch_of(leaf, DADJ), -1)
-        hess = hess.reshape(xshape + xshape)
-        return float(hess) if hess.ndim == 0 else hess
+                hess[:, k] = np.concatenate([np.reshape(self.scratch_of(n, DADJ), -1)
+                                             for n in nodes])
+        blocks = self._blocks(hess, list(zip(kinds, shapes)), list(zip(kinds, shapes)))
+        return pick(self.argnum, [pick(self.argnum, line) for line in blocks])
 
 
-def _is_number(x):
-    try:
-        arr = np.asarray(x)
-    except Exception:
-        return False
-    return arr.dtype.kind in "biuf"
+def _describe(st):
+    """A structure in words: 'shape (3,)' or 'a list of shapes [(), ()]'."""
+    if st.node is None:
+        return f"shape {st.shapes[0]}"
+    return f"a {st.node[0].__name__} of shapes {st.shapes}"

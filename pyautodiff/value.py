@@ -248,10 +248,15 @@ class Value:
 
     __slots__ = ("_d", "_i", "_t", "_lb")
 
-    # NumPy interop: np.exp(v), np.float64 * v, ndarray * v (an Array)
+    # NumPy interop: np.exp(v), np.float64 * v, ndarray * v (an Array);
+    # np.sum(v), np.where(c, v, w) ... as on a 0-d Array
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         from .numpy_interop import apply_ufunc
         return apply_ufunc(ufunc, method, inputs, kwargs)
+
+    def __array_function__(self, func, types, args, kwargs):
+        from .numpy_interop import apply_function
+        return apply_function(func, args, kwargs)
 
     _fuse_constants = frozenset(BINARY)
     _typed_ints = False             # gradients are floats, whatever the data

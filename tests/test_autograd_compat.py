@@ -346,18 +346,13 @@ def test_random_programs_agree_with_autograd(prog, x):
     assert_same(ours, theirs, rtol=1e-10, atol=1e-11)
 
 
-# -- known gaps --------------------------------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="np.sum of a traced float raises TypeError "
-                   "'no derivative rule for numpy.add.reduce' (autograd allows it)")
 def test_np_sum_of_a_traced_float():
     def program(lib, np):
         return lib.grad(lambda a: np.sum(a ** 2) + np.mean(a))(1.5)
     assert_same(*under_both(program))
 
 
-@pytest.mark.xfail(strict=True, reason="np.where on traced floats builds an object "
-                   "array; grad raises TypeError (autograd allows it)")
 def test_np_where_on_a_traced_float():
     def program(lib, np):
         return lib.grad(lambda a: np.where(a > 0, a ** 2, -a))(1.5)
