@@ -16,9 +16,9 @@ import numpy as np
 
 from bench.arrays import _mlp_data
 from bench.registry import Result, Unsupported, problem
-from bench.scalar import LEAVES, MOONS_SEED, _bind, _run, chain_ops, chain_plan
+from bench.scalar import (LEAVES, MOONS_SEED, _bind, _run, chain_ops, chain_plan,
+                          moons_step, moons_steps)
 from pyautodiff.datasets import make_moons
-from pyautodiff.demo import train_step
 
 
 def _median_ns(fn, repeat=3):
@@ -110,10 +110,6 @@ def _moons_loss(params, sizes, X, y, alpha=1e-4):
     return data_loss + reg_loss
 
 
-def moons_steps(cfg):
-    return 2 if cfg.quick else 3
-
-
 @problem("replay-moons", {"train step": "ms/step"},
          size=lambda cfg: "MLP 2-16-16-1, 100 pts",
          note="replay-moons: the moons-step's training step; pyautodiff records the "
@@ -139,18 +135,7 @@ def replay_moons(backend, cfg):
             times.append((time.perf_counter_ns() - t0) / 1e6)
             check[f"loss at step {k}"] = loss
         return Result({"train step": times}, check, "recorded once")
-    if not backend.scalar or backend.MLP is None:
-        raise Unsupported("no micrograd-style MLP")
-    random.seed(MOONS_SEED)
-    model = backend.MLP(2, [16, 16, 1])
-    Value = type(model.parameters()[0])
-    times, check = [], {}
-    for k in range(moons_steps(cfg)):
-        t0 = time.perf_counter_ns()
-        loss, _ = train_step(model, Value, X, y, lr=1.0 - 0.9 * k / 100)
-        times.append((time.perf_counter_ns() - t0) / 1e6)
-        check[f"loss at step {k}"] = loss
-    return Result({"train step": times}, check)
+    return moons_step(backend, cfg)     # micrograd's demo step, as in moons-step
 
 
 # --- the Hessian of Rosenbrock at n = 100 ------------------------------------
