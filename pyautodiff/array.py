@@ -117,6 +117,20 @@ class Array:
     def __float__(self):
         return float(self._d)
 
+    # -- decisions: Python bools (inside ad.record, guards) -------------------
+
+    def __bool__(self):
+        if self._d.size != 1:
+            raise ValueError("the truth value of an Array with more than one "
+                             "element is ambiguous; use a.any() or a.all()")
+        return _decide(self, bool(self._d.reshape(-1)[0]), "the truth value")
+
+    def any(self):
+        return _decide(self, bool(np.any(self._d)), "any()")
+
+    def all(self):
+        return _decide(self, bool(np.all(self._d)), "all()")
+
     def __repr__(self):
         body = np.array2string(self._d, separator=", ", prefix="Array(")
         return f"Array({body})"
@@ -615,6 +629,15 @@ def _compare(self, other, symbol):
 for _symbol, _name in (("<", "__lt__"), ("<=", "__le__"), (">", "__gt__"),
                        (">=", "__ge__")):
     setattr(Array, _name, lambda self, other, _s=_symbol: _compare(self, other, _s))
+
+
+def _decide(a, result, what):
+    """result, a decision taken on a's values: inside ad.record a guard, so
+    a replay where a's values differ raises BranchError."""
+    t = a._t
+    if t is not NO_GRAD and not t.closed and t.guards is not None and a._i >= 0:
+        t.guard(a, a._d.copy(), f"{what} of an Array (recorded as {result})")
+    return result
 
 
 def _index(index):

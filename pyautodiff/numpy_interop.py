@@ -91,7 +91,16 @@ _FUNCTIONS = {
     np.stack: lambda arrays, axis=0: _array.stack(arrays, axis),
     np.where: _array.where, np.clip: _array.clip,
     np.maximum: _array.maximum, np.minimum: _array.minimum,
+    # decisions: Python bools, guards inside ad.record
+    np.any: lambda a, axis=None, **kw: _decision(a, "any", axis, kw),
+    np.all: lambda a, axis=None, **kw: _decision(a, "all", axis, kw),
 }
+
+
+def _decision(a, name, axis, kwargs):
+    if axis is not None or kwargs:
+        raise _no_rule(f"{name} with axis or other arguments")
+    return getattr(_array._asarray(a), name)()
 
 
 def apply_function(func, args, kwargs):

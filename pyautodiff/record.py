@@ -21,6 +21,7 @@ from . import _core
 from ._core import ffi, lib
 from .pytree import flatten
 from .trace import Trace
+from .value import Value
 
 
 class BranchError(RuntimeError):
@@ -44,10 +45,11 @@ class Recorded:
 
     def _prepare_guards(self):
         tape = self.trace.tape
+        # a Value's guard is checked in C, an Array's (a mask) here
         scalar = [(node, expected, what) for node, expected, what in tape.guards
-                  if np.ndim(expected) == 0]
+                  if isinstance(node, Value)]
         self._array_guards = [(node, expected, what) for node, expected, what
-                              in tape.guards if np.ndim(expected) != 0]
+                              in tape.guards if not isinstance(node, Value)]
         self._guard_what = [what for _, _, what in scalar]
         self._guard_idx = np.array([node._i for node, _, _ in scalar], np.int64)
         self._guard_expected = np.array([e for _, e, _ in scalar], np.float64)

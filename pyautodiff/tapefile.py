@@ -127,7 +127,7 @@ def save(rec, path):
         "out": out,
         "out_const": None if out is not None else
         np.asarray(tr.output_value()).tolist(),
-        "guards": [[node._i, float(expected), what] if np.ndim(expected) == 0
+        "guards": [[node._i, float(expected), what] if isinstance(node, Value)
                    else [node._i, payload.add(np.reshape(expected, -1), "f8"), what]
                    for node, expected, what in tape.guards],
         "entries": n, "columns": columns, "arrays": arrays, "externs": externs,
@@ -261,7 +261,9 @@ def _rebuild(body, head_len):
     tape.guards = []
     for j, expected, what in header["guards"]:
         node = node_at(j)
-        if not isinstance(expected, float):
+        if isinstance(node, Array):
             expected = column(expected, "f8").reshape(node.shape)
+        elif not isinstance(expected, float):
+            raise ValueError(f"guard on entry {j}: expected a number")
         tape.guards.append((node, expected, str(what)))
     return trace, str(header["name"])

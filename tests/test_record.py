@@ -330,3 +330,36 @@ def test_every_flipped_byte_and_every_truncation_is_a_clean_error(tmp_path):
     assert out.returncode == 0, out.stderr
     caught, total = map(int, out.stdout.split())
     assert caught == total and total > 1000
+
+
+def test_decisions_on_arrays_are_guards():
+    def f(x):
+        if x.sum() > 0:                  # a 0-d comparison, then its truth value
+            return np.sum(x ** 2)
+        if np.any(x < -1.0):
+            return np.sum(x * 0.0)
+        return np.sum(-x)
+    F = ad.record(f, np.array([1.0, 2.0]))
+    assert F(np.array([3.0, 1.0])) == 10.0
+    with pytest.raises(ad.BranchError, match="truth value"):
+        F(np.array([-3.0, 1.0]))
+    G = ad.record(f, np.array([-0.5, -0.2]))
+    assert G(np.array([-0.1, -0.3])) == pytest.approx(0.4)
+    with pytest.raises(ad.BranchError, match="any"):
+        G(np.array([-2.0, -0.3]))
+    with pytest.raises(ValueError, match="ambiguous"):
+        bool(ad.Array([1.0, 2.0]))
+    path_free = ad.function(f)
+    assert path_free(np.array([-2.0, 0.5])) == 0.0
+    assert path_free(np.array([3.0, 1.0])) == 10.0
+
+
+def test_decisions_survive_save_and_load(tmp_path):
+    def f(x):
+        return np.sum(x ** 2) if x.sum() > 0 else np.sum(-x)
+    F = ad.record(f, np.array([1.0, 2.0]))
+    F.save(tmp_path / "f.adtape")
+    G = ad.load(tmp_path / "f.adtape")
+    assert G(np.array([3.0, 1.0])) == 10.0
+    with pytest.raises(ad.BranchError):
+        G(np.array([-3.0, 1.0]))
