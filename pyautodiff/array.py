@@ -479,7 +479,17 @@ def _scatter(x, shape, positions):
 
 
 def _asarray(x):
-    return x if isinstance(x, Array) else _constant(x)
+    """x as an Array: a Value becomes a 0-d Array whose gradient flows back
+    to it (a Value in an array operation is a 0-d operand); numbers and
+    ndarrays become constants."""
+    if isinstance(x, Array):
+        return x
+    if isinstance(x, Value):
+        t = recording_tape()
+        if t is NO_GRAD:
+            return _detached(x.data)
+        return _new(Array, t, OPS["RESHAPE"], _operand(x, t)[0], -1, 0.0, ())
+    return _constant(x)
 
 
 def concatenate(arrays, axis=0):
