@@ -376,6 +376,26 @@ def test_logsumexp_and_softmax(fn, ref):
     assert big.data == pytest.approx(1000.0 + np.log(2.0))
 
 
+def test_logsumexp_replayed_far_from_where_it_was_recorded_does_not_overflow():
+    from pyautodiff._core import lib
+    with ad.Tape() as t:
+        x = ad.Array([[1.0, 2.0, 3.0], [0.0, -1.0, 5.0]])
+        lse = ad.logsumexp(x, axis=1)
+        sm = ad.softmax(x, axis=None)
+        t.flush()
+        x.data = x.data + np.array([[1000.0], [-2000.0]])
+        _core.check(lib.ad_forward(t._c, 0, t.nflushed, 0), t._c, t)
+        y = x.data
+        m = y.max(axis=1, keepdims=True)
+        np.testing.assert_allclose(lse.data, (m + np.log(np.exp(y - m).sum(1, keepdims=True)))[:, 0],
+                                   rtol=1e-14)
+        e = np.exp(y - y.max())
+        np.testing.assert_allclose(sm.data, e / e.sum(), rtol=1e-12, atol=1e-300)
+        lse.backward(np.array([1.0, 2.0]))
+        s = np.exp(y - lse.data[:, None])
+        np.testing.assert_allclose(x.grad, s * np.array([[1.0], [2.0]]), rtol=1e-11, atol=1e-15)
+
+
 def test_numpy_interop_records_and_refuses_what_it_cannot_differentiate():
     A = ad.Array(rng.normal(size=(2, 3)))
     B = rng.normal(size=(2, 3))
