@@ -949,13 +949,14 @@ def _compare_nodes(tape, steps, nodes, ref_nodes, where, replayed=False):
 
 
 def _compare_grads(leaves, want, where):
+    """(the inputs' grads, what disagrees with the reference's)."""
     got = [leaf.grad for leaf in leaves]
     scale = max([1.0] + [float(np.max(np.abs(w), initial=0.0)) for w in want])
     for k, (g, w) in enumerate(zip(got, want)):
         if isinstance(leaves[k], ad.Value) and not isinstance(g, float):
-            return [f"{where}: input {k} (a Value) has a {type(g).__name__} grad"]
+            return got, [f"{where}: input {k} (a Value) has a {type(g).__name__} grad"]
         if not _close(g, np.asarray(w), GRAD_RTOL, scale * 1e-2):
-            return [f"{where}: d/d input {k}: tape {g!r} vs reference {w!r}"]
+            return got, [f"{where}: d/d input {k}: tape {g!r} vs reference {w!r}"]
     return got, []
 
 
@@ -997,10 +998,9 @@ def _check(prog):
         if problems:
             return None, problems
         _backward(nodes[-1], prog.seed)
-        first = _compare_grads(leaves, ref_grads, "backward")
-        if isinstance(first, list):
-            return None, first
-        grads = first[0]
+        grads, problems = _compare_grads(leaves, ref_grads, "backward")
+        if problems:
+            return None, problems
         _backward(nodes[-1], prog.seed)
         if not all(np.array_equal(leaf.grad, 2 * g) for leaf, g in zip(leaves, grads)):
             return None, ["a second backward did not add the same gradients again"]
@@ -1033,8 +1033,7 @@ def _replay_problems(tape, prog, nodes, leaves):
     for leaf in leaves:
         leaf.grad = 0
     _backward(nodes[-1], prog.seed)
-    got = _compare_grads(leaves, ref_grads, "backward after the replay")
-    return got if isinstance(got, list) else []
+    return _compare_grads(leaves, ref_grads, "backward after the replay")[1]
 
 
 def fuzz(examples, seed=0, max_steps=12, show=5, out=print):
@@ -1047,7 +1046,10 @@ def fuzz(examples, seed=0, max_steps=12, show=5, out=print):
     for _ in range(examples):
         pseed = master.getrandbits(64)
         prog = random_program(random.Random(pseed), max_steps)
-        reason, problems = check(prog)
+        try:
+            reason, problems = check(prog)
+        except Exception as exc:            # a replay or backward that raised
+            reason, problems = None, [f"{type(exc).__name__}: {exc}"]
         if reason:
             skipped[reason] += 1
             continue
