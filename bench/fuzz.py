@@ -12,8 +12,10 @@ reached along many paths.  Each program is run three ways and compared:
   at fresh inputs (against the duals evaluated there).
 
 ``python -m bench.fuzz --examples N [--seed S]`` runs N random programs and
-reports how many were tried and how many disagreed; the test suite runs a
-bounded profile of the same checks through hypothesis.
+reports how many were tried and how many disagreed; ``--arrays`` (or
+``--kind arrays|all``) fuzzes array programs instead, or both
+(bench/fuzz_arrays.py).  The test suite runs bounded profiles of the same
+checks through hypothesis.
 """
 import argparse
 import math
@@ -140,18 +142,14 @@ def _replay_problems(tape, leaves, out, steps, inputs):
     return []
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(prog="python -m bench.fuzz",
-                                 description=__doc__.splitlines()[0])
-    ap.add_argument("--examples", type=int, default=10_000)
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--max-steps", type=int, default=30)
-    cfg = ap.parse_args(argv)
-    rng = random.Random(cfg.seed)
+def fuzz_scalars(examples, seed=0, max_steps=30, show=5, out=print):
+    """Check `examples` random scalar programs; returns (tried, skipped,
+    disagreed)."""
+    rng = random.Random(seed)
     tried = skipped = bad = 0
     t0 = time.perf_counter()
-    for _ in range(cfg.examples):
-        steps, inputs = random_program(rng, cfg.max_steps)
+    for _ in range(examples):
+        steps, inputs = random_program(rng, max_steps)
         if near_kink(steps, inputs):
             skipped += 1
             continue
@@ -162,10 +160,42 @@ def main(argv=None):
             problems = [f"{type(exc).__name__}: {exc}"]
         if problems:
             bad += 1
-            if bad <= 5:
-                print(f"disagreement: {problems[0]}\n  program {steps}\n  inputs {inputs}")
-    print(f"{tried} programs tried ({skipped} skipped on a kink), {bad} disagreed, "
-          f"{time.perf_counter() - t0:.1f} s, seed {cfg.seed}")
+            if bad <= show:
+                out(f"disagreement: {problems[0]}\n  program {steps}\n  inputs {inputs}")
+    out(f"{tried} programs tried ({skipped} skipped on a kink), {bad} disagreed, "
+        f"{time.perf_counter() - t0:.1f} s, seed {seed}")
+    return tried, skipped, bad
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="python -m bench.fuzz",
+                                 description=__doc__.splitlines()[0])
+    ap.add_argument("--examples", type=int, default=10_000,
+                    help="programs of each kind (default 10000)")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--kind", choices=("scalars", "arrays", "all"), default="scalars",
+                    help="scalar Value programs (default), array programs "
+                         "(bench/fuzz_arrays.py), or both")
+    ap.add_argument("--arrays", action="store_const", const="arrays", dest="kind",
+                    help="the same as --kind arrays")
+    ap.add_argument("--max-steps", type=int, default=None,
+                    help="most steps of a program (default 30 scalar, 12 array)")
+    ap.add_argument("--program", type=int, metavar="SEED",
+                    help="print the array program of this seed (as reported "
+                         "with a disagreement) and what its checks find")
+    cfg = ap.parse_args(argv)
+    from bench import fuzz_arrays
+    if cfg.program is not None:
+        prog = fuzz_arrays.random_program(random.Random(cfg.program),
+                                          cfg.max_steps or 12)
+        print(prog)
+        print(fuzz_arrays.check(prog))
+        return 0
+    bad = 0
+    if cfg.kind in ("scalars", "all"):
+        bad += fuzz_scalars(cfg.examples, cfg.seed, cfg.max_steps or 30)[2]
+    if cfg.kind in ("arrays", "all"):
+        bad += fuzz_arrays.fuzz(cfg.examples, cfg.seed, cfg.max_steps or 12)[2]
     return 1 if bad else 0
 
 

@@ -662,8 +662,14 @@ def _index(index):
 
 def logsumexp(a, axis=None, keepdims=False):
     a = _asarray(a)
-    shift = np.max(a._d, axis=axis, keepdims=True) if a.size else np.zeros(())
-    shift = np.where(np.isfinite(shift), shift, 0.0)
+    if a.size and np.isfinite(a._d).all():
+        # the shift is recorded (a's max), so that a replay at other inputs
+        # shifts by their max and cannot overflow; the gradient through it
+        # cancels: d lse / d shift = 1 - sum(softmax) = 0
+        shift = a.max(axis=axis, keepdims=True)
+    else:
+        shift = np.max(a._d, axis=axis, keepdims=True) if a.size else np.zeros(())
+        shift = np.where(np.isfinite(shift), shift, 0.0)
     out = (a - shift).exp().sum(axis=axis, keepdims=True).log() + shift
     if keepdims:
         return out

@@ -124,6 +124,28 @@ def test_mixed_value_and_array_graph():
     assert isinstance(out, ad.Array) and out.shape == ()
 
 
+def test_values_in_array_functions_are_0d_operands():
+    v, w = ad.Value(0.5), ad.Value(-2.0)
+    a = ad.Array([1.0, 2.0])
+    s = ad.stack([v, w, v])
+    c = ad.concatenate([a, ad.expand_dims(w, 0)])
+    r = ad.reshape(v, (1, 1))
+    lse = ad.logsumexp(v)
+    out = (s * np.array([1.0, 2.0, 3.0])).sum() + (c * c).sum() + 5.0 * r.sum() \
+        + ad.softmax(w) * 7.0 + lse + ad.transpose(w) + ad.squeeze(v)
+    np.testing.assert_array_equal(s.data, [0.5, -2.0, 0.5])
+    np.testing.assert_array_equal(c.data, [1.0, 2.0, -2.0])
+    assert r.shape == (1, 1) and lse.shape == () and float(lse.data) == 0.5
+    out.backward()
+    # d/dv: 1 + 3 (stack), 5 (reshape), 1 (logsumexp of one number), 1 (squeeze)
+    assert v.grad == pytest.approx(11.0, rel=1e-12)
+    # d/dw: 2 (stack), 2w (concatenate), 0 (softmax of one number is 1), 1
+    assert w.grad == pytest.approx(2.0 - 4.0 + 1.0, rel=1e-12)
+    np.testing.assert_array_equal(a.grad, [2.0, 4.0])
+    with ad.no_grad():
+        assert np.array_equal(ad.stack([v, w]).data, [0.5, -2.0])
+
+
 def test_zero_d_and_empty_arrays():
     s = ad.Array(3.0)
     (s * s).backward()
@@ -354,6 +376,26 @@ def test_logsumexp_and_softmax(fn, ref):
     check_against(fn, ref, x)
     big = ad.logsumexp(ad.Array([1000.0, 1000.0]))
     assert big.data == pytest.approx(1000.0 + np.log(2.0))
+
+
+def test_logsumexp_replayed_far_from_where_it_was_recorded_does_not_overflow():
+    from pyautodiff._core import lib
+    with ad.Tape() as t:
+        x = ad.Array([[1.0, 2.0, 3.0], [0.0, -1.0, 5.0]])
+        lse = ad.logsumexp(x, axis=1)
+        sm = ad.softmax(x, axis=None)
+        t.flush()
+        x.data = x.data + np.array([[1000.0], [-2000.0]])
+        _core.check(lib.ad_forward(t._c, 0, t.nflushed, 0), t._c, t)
+        y = x.data
+        m = y.max(axis=1, keepdims=True)
+        np.testing.assert_allclose(lse.data, (m + np.log(np.exp(y - m).sum(1, keepdims=True)))[:, 0],
+                                   rtol=1e-14)
+        e = np.exp(y - y.max())
+        np.testing.assert_allclose(sm.data, e / e.sum(), rtol=1e-12, atol=1e-300)
+        lse.backward(np.array([1.0, 2.0]))
+        s = np.exp(y - lse.data[:, None])
+        np.testing.assert_allclose(x.grad, s * np.array([[1.0], [2.0]]), rtol=1e-11, atol=1e-15)
 
 
 def test_numpy_interop_records_and_refuses_what_it_cannot_differentiate():

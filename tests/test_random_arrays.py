@@ -1,10 +1,17 @@
 """Random array programs (hypothesis): values against NumPy running the same
-program, gradients against central differences."""
+program, gradients against central differences; then a bounded profile of
+the differential fuzzer's array checks (bench/fuzz_arrays.py) and of its
+reference itself against central differences."""
+import random
+
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
 import pyautodiff as ad
+from pyautodiff import _core
+from bench import fuzz, fuzz_arrays
+from bench.dual_arrays import Reference
 
 # step -> (on Arrays, on ndarrays); safe domains by construction
 STEPS = {
@@ -67,3 +74,83 @@ def test_random_array_programs(prog, sa, sb, seed):
             down[k][idx] -= 1e-6
             num[idx] = (np.sum(run(prog, up, 1) * w) - np.sum(run(prog, down, 1) * w)) / 2e-6
         np.testing.assert_allclose(leaves[k].grad, num, rtol=1e-4, atol=1e-6)
+
+
+# -- the differential fuzzer's array profile (python -m bench.fuzz --arrays) --------
+
+program_seeds = st.integers(0, 2**64 - 1)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(program_seeds)
+def test_random_array_programs_agree_with_the_reference_and_replays(seed):
+    prog = fuzz_arrays.random_program(random.Random(seed), max_steps=10)
+    reason, problems = fuzz_arrays.check(prog)
+    assert problems == []
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(program_seeds)
+def test_the_reference_gradients_agree_with_central_differences(seed):
+    # the oracle itself, checked the slow way on small programs
+    prog = fuzz_arrays.random_program(random.Random(seed), max_steps=6)
+    inputs = [np.array(p["data"], dtype=float) for op, _, p in prog.steps if op == "input"]
+    assume(sum(x.size for x in inputs) <= 40)
+    nodes, grads, near = fuzz_arrays.reference(prog.steps, prog.seed)
+    probe = Reference(None)
+    with np.errstate(all="ignore"):
+        fuzz_arrays.run(prog.steps, probe)
+    assume(nodes is not None and not near and not probe.on_kink)
+    w = np.ones(nodes[-1].v.shape) if prog.seed is None else prog.seed
+
+    def f(xs):
+        with np.errstate(all="ignore"):
+            out, _ = fuzz_arrays.run(prog.steps, Reference(None), xs)
+        return float(np.sum(out[-1].v * w))
+
+    for k, x in enumerate(inputs):
+        for idx in np.ndindex(x.shape):
+            h = 1e-6 * max(1.0, abs(x[idx]))
+            up = [y.copy() for y in inputs]
+            down = [y.copy() for y in inputs]
+            up[k][idx] += h
+            down[k][idx] -= h
+            num = (f(up) - f(down)) / (2 * h)
+            assert np.asarray(grads[k])[idx] == pytest.approx(num, rel=1e-4, abs=1e-5)
+
+
+def test_the_array_fuzzer_reaches_every_array_op_and_every_op_of_the_enum():
+    ops, codes = set(), set()
+    master = random.Random(0)
+    for _ in range(1000):           # until every op is seen (a few hundred)
+        prog = fuzz_arrays.random_program(random.Random(master.getrandbits(64)))
+        ops |= {op for op, _, _ in prog.steps}
+        with ad.Tape() as t:
+            fuzz_arrays.run(prog.steps, fuzz_arrays.TapeOps())
+            t.flush()
+            codes |= {t._c.op[i] for i in range(t.nflushed)}
+        if codes == set(_core.OPS.values()) and ops == set(fuzz_arrays.OPS) | {"input"}:
+            break
+    assert ops == set(fuzz_arrays.OPS) | {"input"}
+    assert codes == set(_core.OPS.values())
+
+
+def test_the_array_checker_catches_a_wrong_derivative(monkeypatch):
+    wrong = ad.custom_op(lambda x: x * x * x, lambda g, out, x: (3.0 * x * g,))
+    monkeypatch.setattr(fuzz_arrays, "_cube", wrong)
+    master = random.Random(1)
+    caught = 0
+    for _ in range(60):
+        prog = fuzz_arrays.random_program(random.Random(master.getrandbits(64)))
+        if any(op == "cube" for op, _, _ in prog.steps):
+            caught += bool(fuzz_arrays.check(prog)[1])
+    assert caught >= 3
+
+
+def test_fuzz_command_runs_array_programs(capsys):
+    assert fuzz.main(["--arrays", "--examples", "40", "--seed", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "array programs tried" in out and "0 disagreed" in out
+    assert fuzz.main(["--kind", "all", "--examples", "20"]) == 0
+    out = capsys.readouterr().out
+    assert "array programs tried" in out and out.count("0 disagreed") == 2

@@ -1,0 +1,416 @@
+"""Forward-mode dual arrays: a NumPy reference for array programs that shares
+no code with the tape (used by ``python -m bench.fuzz --kind arrays``).
+
+A ``DualArray`` holds a value ``v``, computed by NumPy, and the tangents
+``d`` of that value with respect to every input element at once: ``d`` has
+shape ``(K,) + v.shape`` where K counts the elements of all inputs, so one
+forward pass gives the whole Jacobian, and a gradient is that Jacobian
+contracted with the output's seed.  Each tangent rule below is written from
+the op's math (d(x*y) = y dx + x dy, ...), not from the tape's rules.
+
+Where an op is not differentiable the reference follows the conventions the
+tape documents (relu'(0) = 0, sign(0) = 0, ties of maximum and of max
+reductions share the gradient evenly), so exact ties -- a node compared with
+itself -- are checked too.  Operands that come *near* a kink without sitting
+on it set ``near_kink``: there rounding alone can pick the other side.
+"""
+import numpy as np
+
+try:
+    from numpy.lib.array_utils import normalize_axis_tuple
+except ImportError:          # NumPy < 2
+    from numpy.core.numeric import normalize_axis_tuple
+
+
+class DualArray:
+    """v: the value (an ndarray); d: its tangents, shape (K,) + v.shape, or
+    None for a constant (all tangents zero)."""
+
+    __slots__ = ("v", "d")
+
+    def __init__(self, v, d):
+        self.v = v
+        self.d = d
+
+    def __repr__(self):
+        return f"DualArray({self.v!r})"
+
+
+def _axes(axis, ndim):
+    """NumPy's reduction axes as a sorted tuple (a 0-d array takes 0 or -1)."""
+    if axis is None:
+        return tuple(range(ndim))
+    if ndim == 0 and axis in (0, -1, (0,), (-1,)):
+        return ()
+    return tuple(sorted(normalize_axis_tuple(axis, ndim)))
+
+
+def _squeeze_axes(x, axes):
+    return x.reshape(tuple(n for k, n in enumerate(x.shape) if k not in axes))
+
+
+class Reference:
+    """The ops of the fuzzer's programs on DualArrays with k tangents each
+    (k None: values only).  Plain numbers and ndarrays are constants
+    wherever an operand goes."""
+
+    def __init__(self, k, kink_tol=1e-7):
+        self.k = k
+        self.kink_tol = kink_tol
+        self.near_kink = False
+        self.on_kink = False      # an operand exactly on a kink (a tie, relu(0))
+
+    # -- inputs and constants ------------------------------------------------
+
+    def variable(self, data, offset, kind="array"):
+        """An input whose elements are tangent directions offset, offset+1,
+        ... (a Value, kind "value", is a 0-d input)."""
+        v = np.array(data, dtype=np.float64)
+        if self.k is None:
+            return DualArray(v, None)
+        d = np.zeros((self.k, v.size))
+        d[offset:offset + v.size] = np.eye(v.size)
+        return DualArray(v, d.reshape((self.k,) + v.shape))
+
+    def lift(self, x):
+        if isinstance(x, DualArray):
+            return x
+        return DualArray(np.asarray(x, dtype=np.float64), None)
+
+    def _tangent(self, x, ndim):
+        """x's tangents with x's shape right-aligned in ndim dims (broadcast
+        as NumPy broadcasts x's value), or None for a constant."""
+        if x.d is None:
+            return None
+        return x.d.reshape((self.k,) + (1,) * (ndim - x.v.ndim) + x.v.shape)
+
+    def _combine(self, v, terms):
+        """The DualArray of value v whose tangent is sum(partial * dx) over
+        terms (partial, x): the chain rule for an elementwise op."""
+        v = np.asarray(v, dtype=np.float64)
+        d = None
+        for partial, x in terms:
+            t = self._tangent(x, v.ndim)
+            if t is None:
+                continue
+            part = np.asarray(partial, dtype=np.float64) * t
+            d = part if d is None else d + part
+        if d is not None:
+            d = np.array(np.broadcast_to(d, (self.k,) + v.shape))
+        return DualArray(v, d)
+
+    def _watch(self, gap, scale):
+        """A kink argument: rounding may cross it where 0 < |gap| is small."""
+        gap = np.abs(gap)
+        if np.any((gap > 0) & (gap < self.kink_tol * np.maximum(1.0, np.abs(scale)))):
+            self.near_kink = True
+        if np.any(gap == 0):
+            self.on_kink = True
+
+    # -- elementwise arithmetic --------------------------------------------------
+
+    def add(self, a, b):
+        a, b = self.lift(a), self.lift(b)
+        return self._combine(a.v + b.v, [(1.0, a), (1.0, b)])
+
+    def sub(self, a, b):
+        a, b = self.lift(a), self.lift(b)
+        return self._combine(a.v - b.v, [(1.0, a), (-1.0, b)])
+
+    def mul(self, a, b):
+        a, b = self.lift(a), self.lift(b)
+        return self._combine(a.v * b.v, [(b.v, a), (a.v, b)])
+
+    def div(self, a, b):
+        a, b = self.lift(a), self.lift(b)
+        v = a.v / b.v
+        return self._combine(v, [(1.0 / b.v, a), (-v / b.v, b)])
+
+    def pow(self, a, b):
+        """a ** b; the derivative in b (v log a) is taken only for a
+        variable b, whose base is positive by construction."""
+        a, b = self.lift(a), self.lift(b)
+        v = a.v ** b.v
+        terms = [(b.v * a.v ** (b.v - 1.0), a)]
+        if b.d is not None:
+            terms.append((v * np.log(a.v), b))
+        return self._combine(v, terms)
+
+    # -- elementwise math --------------------------------------------------------
+
+    def neg(self, a):
+        a = self.lift(a)
+        return self._combine(-a.v, [(-1.0, a)])
+
+    def abs(self, a):
+        a = self.lift(a)
+        self._watch(a.v, 1.0)
+        return self._combine(np.abs(a.v), [(np.sign(a.v), a)])
+
+    def relu(self, a):
+        a = self.lift(a)
+        self._watch(a.v, 1.0)
+        return self._combine(np.maximum(a.v, 0.0), [(a.v > 0, a)])
+
+    def tanh(self, a):
+        a = self.lift(a)
+        v = np.tanh(a.v)
+        return self._combine(v, [(1.0 - v * v, a)])
+
+    def exp(self, a):
+        a = self.lift(a)
+        v = np.exp(a.v)
+        return self._combine(v, [(v, a)])
+
+    def log(self, a):
+        a = self.lift(a)
+        return self._combine(np.log(a.v), [(1.0 / a.v, a)])
+
+    def sigmoid(self, a):
+        a = self.lift(a)
+        v = 1.0 / (1.0 + np.exp(-a.v))
+        return self._combine(v, [(v * (1.0 - v), a)])
+
+    def sin(self, a):
+        a = self.lift(a)
+        return self._combine(np.sin(a.v), [(np.cos(a.v), a)])
+
+    def cos(self, a):
+        a = self.lift(a)
+        return self._combine(np.cos(a.v), [(-np.sin(a.v), a)])
+
+    def sqrt(self, a):
+        a = self.lift(a)
+        v = np.sqrt(a.v)
+        return self._combine(v, [(0.5 / v, a)])
+
+    # -- elementwise choices -------------------------------------------------------
+
+    def maximum(self, a, b):
+        a, b = self.lift(a), self.lift(b)
+        self._watch(a.v - b.v, np.maximum(np.abs(a.v), np.abs(b.v)))
+        tie = 0.5 * (a.v == b.v)
+        return self._combine(np.maximum(a.v, b.v), [((a.v > b.v) + tie, a),
+                                                     ((b.v > a.v) + tie, b)])
+
+    def minimum(self, a, b):
+        a, b = self.lift(a), self.lift(b)
+        self._watch(a.v - b.v, np.maximum(np.abs(a.v), np.abs(b.v)))
+        tie = 0.5 * (a.v == b.v)
+        return self._combine(np.minimum(a.v, b.v), [((a.v < b.v) + tie, a),
+                                                     ((b.v < a.v) + tie, b)])
+
+    def clip(self, a, lo, hi):
+        """np.clip's value; its derivative is that of minimum(maximum(a, lo), hi)."""
+        a = self.lift(a)
+        out = a
+        if lo is not None:
+            out = self.maximum(out, lo)
+        if hi is not None:
+            out = self.minimum(out, hi)
+        lo_v = None if lo is None else self.lift(lo).v
+        hi_v = None if hi is None else self.lift(hi).v
+        return DualArray(np.asarray(np.clip(a.v, lo_v, hi_v), dtype=np.float64), out.d)
+
+    def where(self, mask, a, b):
+        a, b = self.lift(a), self.lift(b)
+        return self._combine(np.where(mask, a.v, b.v), [(mask, a), (~mask, b)])
+
+    def select(self, cmp, a, b):
+        """where(a CMP b, a, b); the choice flips where a meets b (a kink)."""
+        a, b = self.lift(a), self.lift(b)
+        self._watch(a.v - b.v, np.maximum(np.abs(a.v), np.abs(b.v)))
+        mask = {"<": np.less, "<=": np.less_equal, ">": np.greater,
+                ">=": np.greater_equal, "==": np.equal,
+                "!=": np.not_equal}[cmp](a.v, b.v)
+        return self.where(mask, a, b)
+
+    # -- reductions ------------------------------------------------------------------
+
+    def sum(self, a, axis=None, keepdims=False):
+        a = self.lift(a)
+        axes = _axes(axis, a.v.ndim)
+        v = np.sum(a.v, axis=axis, keepdims=keepdims)
+        d = None if a.d is None else \
+            np.sum(a.d, axis=tuple(x + 1 for x in axes), keepdims=keepdims)
+        return DualArray(np.asarray(v, dtype=np.float64), d)
+
+    def mean(self, a, axis=None, keepdims=False):
+        a = self.lift(a)
+        axes = _axes(axis, a.v.ndim)
+        v = np.mean(a.v, axis=axis, keepdims=keepdims)
+        d = None if a.d is None else \
+            np.mean(a.d, axis=tuple(x + 1 for x in axes), keepdims=keepdims)
+        return DualArray(np.asarray(v, dtype=np.float64), d)
+
+    def _extreme(self, a, axis, keepdims, fn):
+        """max or min: the tangents of the winners, averaged over ties."""
+        a = self.lift(a)
+        axes = _axes(axis, a.v.ndim)
+        kept = fn(a.v, axis=axes, keepdims=True)
+        self._watch(a.v - kept, kept)
+        v = kept if keepdims else _squeeze_axes(kept, axes)
+        d = None
+        if a.d is not None:
+            wins = a.v == kept
+            shifted = tuple(x + 1 for x in axes)
+            d = np.sum(a.d * wins, axis=shifted, keepdims=True) / \
+                np.sum(wins, axis=axes, keepdims=True)
+            if not keepdims:
+                d = _squeeze_axes(d, shifted)
+        return DualArray(v, d)
+
+    def max(self, a, axis=None, keepdims=False):
+        return self._extreme(a, axis, keepdims, np.max)
+
+    def min(self, a, axis=None, keepdims=False):
+        return self._extreme(a, axis, keepdims, np.min)
+
+    # -- the same elements in another arrangement ---------------------------------
+
+    def _rearranged(self, a, v):
+        """v holds a's elements in C order, in another shape."""
+        d = None if a.d is None else a.d.reshape((self.k,) + v.shape)
+        return DualArray(v, d)
+
+    def reshape(self, a, shape):
+        a = self.lift(a)
+        return self._rearranged(a, np.reshape(a.v, shape))
+
+    def expand_dims(self, a, axis):
+        a = self.lift(a)
+        return self._rearranged(a, np.expand_dims(a.v, axis))
+
+    def squeeze(self, a, axis=None):
+        a = self.lift(a)
+        return self._rearranged(a, np.squeeze(a.v, axis))
+
+    def transpose(self, a, axes=None):
+        a = self.lift(a)
+        v = np.transpose(a.v, axes)
+        order = range(a.v.ndim - 1, -1, -1) if axes is None else \
+            [x % a.v.ndim for x in axes]
+        d = None if a.d is None else a.d.transpose([0] + [x + 1 for x in order])
+        return DualArray(v, d)
+
+    def index(self, a, index):
+        """a[index]: indexing is linear, so the tangents are indexed alike
+        (with the tangent axis moved last, out of the index's way)."""
+        a = self.lift(a)
+        v = np.array(a.v[index], dtype=np.float64)
+        if a.d is None:
+            return DualArray(v, None)
+        full = _explicit(index, a.v.ndim) + (slice(None),)
+        d = np.moveaxis(np.moveaxis(a.d, 0, -1)[full], -1, 0)
+        return DualArray(v, np.ascontiguousarray(d).reshape((self.k,) + v.shape))
+
+    def concatenate(self, arrays, axis=0):
+        arrays = [self.lift(x) for x in arrays]
+        v = np.concatenate([x.v for x in arrays], axis=axis)
+        return DualArray(v, self._joined(arrays, lambda ds: np.concatenate(
+            ds, axis=normalize_axis_tuple(axis, v.ndim)[0] + 1)))
+
+    def stack(self, arrays, axis=0):
+        arrays = [self.lift(x) for x in arrays]
+        v = np.stack([x.v for x in arrays], axis=axis)
+        return DualArray(v, self._joined(arrays, lambda ds: np.stack(
+            ds, axis=normalize_axis_tuple(axis, v.ndim)[0] + 1)))
+
+    def _joined(self, arrays, join):
+        if all(x.d is None for x in arrays):
+            return None
+        return join([np.zeros((self.k,) + x.v.shape) if x.d is None else x.d
+                     for x in arrays])
+
+    # -- products and normalizations ------------------------------------------------
+
+    def matmul(self, a, b):
+        """d(a @ b) = da @ b + a @ db, with NumPy's promotion of 1-D operands
+        to matrices done by hand."""
+        a, b = self.lift(a), self.lift(b)
+        v = np.asarray(np.matmul(a.v, b.v), dtype=np.float64)
+        a2 = a.v[np.newaxis, :] if a.v.ndim == 1 else a.v
+        b2 = b.v[:, np.newaxis] if b.v.ndim == 1 else b.v
+        nd = max(a2.ndim, b2.ndim)
+        d = None
+        if a.d is not None:
+            da = a.d.reshape((self.k,) + (1,) * (nd - a2.ndim) + a2.shape)
+            d = np.matmul(da, b2)
+        if b.d is not None:
+            db = b.d.reshape((self.k,) + (1,) * (nd - b2.ndim) + b2.shape)
+            part = np.matmul(a2, db)
+            d = part if d is None else d + part
+        if d is not None:
+            d = d.reshape((self.k,) + v.shape)
+        return DualArray(v, d)
+
+    def _logsumexp_kept(self, a, axes):
+        shift = np.max(a.v, axis=axes, keepdims=True)
+        e = np.exp(a.v - shift)
+        lse = np.log(np.sum(e, axis=axes, keepdims=True)) + shift
+        return lse, np.exp(a.v - lse)          # the softmax: d lse / d a
+
+    def _expected_tangent(self, a, s, axes):
+        """sum(s * da) over axes, kept: the tangent of logsumexp."""
+        return np.sum(self._tangent(a, a.v.ndim) * s, axis=tuple(x + 1 for x in axes),
+                      keepdims=True)
+
+    def logsumexp(self, a, axis=None, keepdims=False):
+        a = self.lift(a)
+        axes = _axes(axis, a.v.ndim)
+        lse, s = self._logsumexp_kept(a, axes)
+        d = None if a.d is None else self._expected_tangent(a, s, axes)
+        if not keepdims:
+            lse = _squeeze_axes(lse, axes)
+            d = None if d is None else _squeeze_axes(d, tuple(x + 1 for x in axes))
+        return DualArray(lse, d)
+
+    def softmax(self, a, axis=-1):
+        a = self.lift(a)
+        axes = _axes(axis, a.v.ndim)
+        _, s = self._logsumexp_kept(a, axes)
+        d = None if a.d is None else s * (a.d - self._expected_tangent(a, s, axes))
+        return DualArray(s, d)
+
+    def log_softmax(self, a, axis=-1):
+        a = self.lift(a)
+        axes = _axes(axis, a.v.ndim)
+        lse, s = self._logsumexp_kept(a, axes)
+        d = None if a.d is None else a.d - self._expected_tangent(a, s, axes)
+        return DualArray(a.v - lse, d)
+
+    # -- the fuzzer's custom ops, from their math ------------------------------------
+
+    def cube(self, a):
+        a = self.lift(a)
+        return self._combine(a.v * a.v * a.v, [(3.0 * a.v * a.v, a)])
+
+    def mulsin(self, a, b):
+        a, b = self.lift(a), self.lift(b)
+        return self._combine(a.v * np.sin(b.v), [(np.sin(b.v), a),
+                                                 (a.v * np.cos(b.v), b)])
+
+    def sumsq_last(self, a, c):
+        """c * sum(a**2 over the last axis)."""
+        a = self.lift(a)
+        v = c * np.sum(a.v * a.v, axis=-1)
+        d = None if a.d is None else c * np.sum(2.0 * a.v * a.d, axis=-1)
+        return DualArray(np.asarray(v, dtype=np.float64), d)
+
+
+def _explicit(index, ndim):
+    """index as a tuple with its Ellipsis spelled out as slices, so that
+    appending one more slice addresses the axis after the last one."""
+    if not isinstance(index, tuple):
+        index = (index,)
+    used = sum(np.ndim(i) if isinstance(i, np.ndarray) and i.dtype == bool else
+               0 if i is None or i is Ellipsis else 1 for i in index)
+    out = []
+    for i in index:
+        if i is Ellipsis:
+            out += [slice(None)] * (ndim - used)
+        else:
+            out.append(i)
+    if not any(i is Ellipsis for i in index):
+        out += [slice(None)] * (ndim - used)
+    return tuple(out)
