@@ -173,9 +173,11 @@ def main(argv=None):
     ap.add_argument("--examples", type=int, default=10_000,
                     help="programs of each kind (default 10000)")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--kind", choices=("scalars", "arrays", "all"), default="scalars",
+    ap.add_argument("--kind", choices=("scalars", "arrays", "second", "all"),
+                    default="scalars",
                     help="scalar Value programs (default), array programs "
-                         "(bench/fuzz_arrays.py), or both")
+                         "(bench/fuzz_arrays.py), second derivatives of scalar "
+                         "programs (bench/fuzz_second.py), or all three")
     ap.add_argument("--arrays", action="store_const", const="arrays", dest="kind",
                     help="the same as --kind arrays")
     ap.add_argument("--max-steps", type=int, default=None,
@@ -196,6 +198,9 @@ def main(argv=None):
         bad += fuzz_scalars(cfg.examples, cfg.seed, cfg.max_steps or 30)[2]
     if cfg.kind in ("arrays", "all"):
         bad += fuzz_arrays.fuzz(cfg.examples, cfg.seed, cfg.max_steps or 12)[2]
+    if cfg.kind in ("second", "all"):
+        from bench import fuzz_second
+        bad += fuzz_second.fuzz_second(cfg.examples, cfg.seed, cfg.max_steps or 20)[2]
     return 1 if bad else 0
 
 

@@ -1,0 +1,120 @@
+"""Differential fuzzing of the tangent and second-order sweeps.
+
+The scalar fuzzer's random programs (bench/fuzz.py, without custom ops:
+they have first-order rules only), differentiated twice: every column of
+the Hessian from ``ad.hvp`` and every directional derivative from
+``ad.jvp``, against hyper-dual numbers (bench/hyperdual.py, exact second
+derivatives by forward mode, no code shared with the tape); then the same
+through ``ad.record`` replayed at moved inputs.
+
+``python -m bench.fuzz --kind second --examples N`` runs it.
+"""
+import math
+import random
+import time
+
+import pyautodiff as ad
+from bench import fuzz
+from bench.hyperdual import HyperDual
+
+OPS = sorted(name for name in fuzz.STEPS if name != "custom")
+
+
+def random_program(rng, max_steps=20, max_inputs=3):
+    n = rng.randint(1, max_steps)
+    steps = [(rng.choice(OPS), rng.randrange(1000), rng.randrange(1000),
+              rng.uniform(0.5, 2.0)) for _ in range(n)]
+    return steps, [rng.uniform(-2.0, 2.0) for _ in range(rng.randint(1, max_inputs))]
+
+
+def program(steps):
+    def f(*xs):
+        return fuzz.run_program(steps, list(xs))
+    return f
+
+
+def hyperdual_derivatives(steps, xs):
+    """(value, gradient, Hessian) of the program at xs, by hyper-duals."""
+    k = len(xs)
+    value, grad = None, [0.0] * k
+    hess = [[0.0] * k for _ in range(k)]
+    for i in range(k):
+        for j in range(k):
+            out = fuzz.run_program(steps, [HyperDual(x, float(n == i), float(n == j))
+                                           for n, x in enumerate(xs)])
+            value, grad[i], hess[i][j] = out.a, out.b, out.d
+    return value, grad, hess
+
+
+def usable(hess):
+    """Second derivatives the comparison can be trusted on."""
+    return all(math.isfinite(h) and abs(h) < 1e8 for row in hess for h in row)
+
+
+def _close(x, y):
+    return math.isclose(x, y, rel_tol=1e-8, abs_tol=1e-8)
+
+
+def compare(hvp, jvp, steps, xs, where):
+    """What hvp/jvp (argnum: every input) get wrong against hyper-duals."""
+    value, grad, hess = hyperdual_derivatives(steps, xs)
+    if not usable(hess):
+        return None
+    k = len(xs)
+    problems = []
+    for j in range(k):
+        e = tuple(float(n == j) for n in range(k))
+        column = hvp(*xs, e)
+        for i in range(k):
+            if not _close(column[i], hess[i][j]):
+                problems.append(f"{where}: d2/dx{i}dx{j} {column[i]!r} vs "
+                                f"hyper-dual {hess[i][j]!r}")
+        got_value, tangent = jvp(*xs, e)
+        if not (_close(got_value, value) and _close(tangent, grad[j])):
+            problems.append(f"{where}: jvp along x{j} ({got_value!r}, {tangent!r}) "
+                            f"vs hyper-dual ({value!r}, {grad[j]!r})")
+    return problems
+
+
+def disagreements(steps, xs):
+    """Problems eagerly and in a replay at moved inputs; None where the
+    program's second derivatives are not usable for a comparison."""
+    argnum = tuple(range(len(xs)))
+    f = program(steps)
+    problems = compare(ad.hvp(f, argnum), ad.jvp(f, argnum), steps, xs, "eager")
+    if problems is None:
+        return None
+    moved = [x * 0.9 + 0.05 for x in xs]
+    if fuzz.near_kink(steps, moved):
+        return problems
+    F = ad.record(f, *xs, argnum=argnum)
+    replayed = compare(F.hvp, F.jvp, steps, moved, "replay")
+    return problems + (replayed or [])
+
+
+def fuzz_second(examples, seed=0, max_steps=20, show=5, out=print):
+    """Check `examples` random programs; returns (tried, skipped, disagreed)."""
+    rng = random.Random(seed)
+    tried = skipped = bad = 0
+    t0 = time.perf_counter()
+    for _ in range(examples):
+        steps, xs = random_program(rng, max_steps)
+        if fuzz.near_kink(steps, xs):
+            skipped += 1
+            continue
+        try:
+            problems = disagreements(steps, xs)
+        except (OverflowError, ZeroDivisionError, ValueError):
+            problems = None                  # outside the ops' domains
+        if problems is None:
+            skipped += 1
+            continue
+        tried += 1
+        if problems:
+            bad += 1
+            if bad <= show:
+                out(f"disagreement: {problems[0]}\n  program {steps}\n  inputs {xs}")
+    out(f"{tried} programs' second derivatives tried ({skipped} skipped on a kink "
+        f"or out of range), {bad} disagreed, {time.perf_counter() - t0:.1f} s, "
+        f"seed {seed}")
+    return tried, skipped, bad
