@@ -290,6 +290,34 @@ class Tape:
             flags = (flags & ~bit) | (bit if is_float else 0)
         self._c.flags[i] = flags
 
+    def zero_grads(self, nodes):
+        """Set the gradients of these nodes (Values and Arrays) to 0."""
+        self._check_open()
+        self.flush()
+        c = self._c
+        for node in nodes:
+            i = node._i
+            if c.aux[i] < 0:
+                c.grad[i] = 0.0
+            else:
+                _core.check(lib.ad_array_zero_grad(c, i), c)
+
+    def grads(self, nodes):
+        """The gradients of these nodes: floats, and ndarrays of the Arrays'
+        shapes (copies)."""
+        c = self._c
+        out = []
+        for node in nodes:
+            i = node._i
+            if c.aux[i] < 0:
+                out.append(c.grad[i])
+                continue
+            p = lib.ad_array_grad(c, i)
+            shape = node._d.shape
+            out.append(np.zeros(shape) if p == ffi.NULL else
+                       np.frombuffer(ffi.buffer(p, 8 * node._d.size)).reshape(shape).copy())
+        return out
+
     def set_value(self, i, d, is_int=False):
         """A new value for entry i (its .data assigned).  A leaf's value is
         also its input for a replay; another entry keeps its constant."""

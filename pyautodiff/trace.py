@@ -130,6 +130,10 @@ class Trace:
 
     def scalar_output(self):
         """(entry or None, value) of a function that must return a scalar."""
+        out = self.out
+        if out.__class__ is Value and out._t is self.tape:     # the common case
+            self.tape.flush()
+            return out._i, self.tape._c.val[out._i]
         leaves, st = self.outputs()
         value = self._leaf_value(leaves[0]) if len(leaves) == 1 else None
         if st.node is not None or np.size(value) != 1:
@@ -148,6 +152,10 @@ class Trace:
 
     def read(self, reader):
         """pick(argnum, ...) of reader(leaf) in each argument's structure."""
+        if isinstance(self.argnum, int) and \
+                self.structures[self.argnums[0]].node is None:    # the common case
+            k = self.argnums[0]
+            return as_leaf(self.structures[k].kinds[0], reader(self.leaves[k][0]))
         return pick(self.argnum, [
             unflatten(self.structures[k],
                       [as_leaf(kind, reader(node)) for kind, node in
@@ -186,11 +194,12 @@ class Trace:
     def reverse(self, idx, seeds):
         """Gradients of the variables for adjoint seeds at entries idx (the
         leaves an enclosing tape lent are constants here)."""
-        for node in self.variables():
-            node.grad = 0.0
+        variables = self.variables()
+        self.tape.zero_grads(variables)
         self.tape.backward(list(idx), list(seeds), _core.SWEEP_ACCUM,
                            route_imports=False)
-        return self.read(lambda node: node.grad)
+        grads = dict(zip(map(id, variables), self.tape.grads(variables)))
+        return self.read(lambda node: grads[id(node)])
 
     def tangent(self, seeds):
         self.tape.tangent([n._i for n in self.variables()], seeds)
