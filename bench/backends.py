@@ -97,6 +97,8 @@ LOADERS = {
     "numpy (by hand)": _array_engine("numpy (by hand)"),
     "autograd": _array_engine("autograd", "autograd"),
     "torch": _array_engine("torch", "torch"),
+    # symbolic AD with a C virtual machine: the replay-chain's reference
+    "casadi": _array_engine("casadi", "casadi"),
 }
 
 

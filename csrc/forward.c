@@ -95,7 +95,7 @@ static int forward_array(ad_tape *t, int64_t i)
 
 /* A scalar entry: its rule, on the values of its operands.  Inlined into
  * the sweep's loop, where replays spend their time. */
-static inline int forward_scalar(ad_tape *t, int64_t i)
+AD_HOT_INLINE int forward_scalar(ad_tape *t, int64_t i)
 {
     double *v = t->val;
     const int32_t a = t->a[i], b = t->b[i];

@@ -6,6 +6,14 @@
 
 #include "ad.h"
 
+/* For the per-entry step of a sweep, inlined into the sweep's loop even
+ * where the compiler would rather not (it is called from two places). */
+#if defined(__GNUC__)
+#define AD_HOT_INLINE static inline __attribute__((always_inline))
+#else
+#define AD_HOT_INLINE static inline
+#endif
+
 /* Record an error message on the tape and return status. */
 int ad_fail(ad_tape *t, int status, int64_t index, const char *fmt, ...)
 #if defined(__GNUC__)

@@ -150,6 +150,44 @@ static int reverse_array(ad_tape *t, double *g, int64_t i, int check)
  * local derivatives, into the adjoints of its operands.  ad_backward runs
  * this down the tape, ad_reverse_step on one entry (micrograd's
  * node._backward()).                                                       */
+/* A scalar entry's rule: adjoint g times the local derivatives into its
+ * operands' adjoints.  Inlined into the sweep's loop, where replays spend
+ * their time. */
+AD_HOT_INLINE int reverse_scalar(ad_tape *t, double *adj, int64_t i)
+{
+    const double g = adj[i];
+    AD_TRACE_STEP("rev", t, i, g);
+    if (g == 0.0)
+        return AD_OK;
+    const int32_t a = t->a[i], b = t->b[i];
+    const double *val = t->val;
+    const double x = a >= 0 ? val[a] : 0.0, y = b >= 0 ? val[b] : 0.0;
+    const double v = val[i], c = t->imm[i];
+    (void)x; (void)y; (void)v; (void)c;
+    switch ((enum ad_op)t->op[i]) {
+#define SCALAR_CASE(OP, AR, EXPR, DA, DB, DAA, DAB, DBB)                     \
+    case OP:                                                                 \
+        adj[a] += (DA) * g;                                                  \
+        if (AR == 2)                                                         \
+            adj[b] += (DB) * g;                                              \
+        break;
+    AD_ELEMENTWISE_RULES(SCALAR_CASE)
+#undef SCALAR_CASE
+    case AD_LEAF:    break;
+    case AD_SUM:     adj[a] += g / c; break;     /* the sum of one scalar */
+    case AD_MAX: case AD_MIN: case AD_RESHAPE: case AD_GATHER: case AD_SCATTER:
+        adj[a] += g; break;
+    case AD_EXTERN:  return reverse_extern(t, i);
+    case AD_NUM_OPS: return ad_fail(t, AD_EINVAL, i, "bad op at %lld",
+                                    (long long)i);
+    }
+    return AD_OK;
+}
+
+/* Entry i's derivative rules (rules.h): add its adjoint g[i], times the
+ * local derivatives, into the adjoints of its operands.  ad_backward runs
+ * this down the tape, ad_reverse_step on one entry (micrograd's
+ * node._backward()).                                                       */
 static int reverse_entry(ad_tape *t, double *adj, int64_t i, int mode,
                          int check)
 {
@@ -163,47 +201,14 @@ static int reverse_entry(ad_tape *t, double *adj, int64_t i, int mode,
     }
     if (t->aux[i] >= 0)
         return reverse_array(t, adj, i, check);
-    const double g = adj[i];
-    AD_TRACE_STEP("rev", t, i, g);
-    if (g == 0.0)
-        return AD_OK;
-    const double *val = t->val;
-    const double x = a >= 0 ? val[a] : 0.0, y = b >= 0 ? val[b] : 0.0;
-    const double v = val[i], c = t->imm[i];
-    (void)x; (void)y; (void)v; (void)c;
-    switch ((enum ad_op)t->op[i]) {
-#define GA adj[a]
-#define GB adj[b]
-#define SCALAR_CASE(OP, AR, EXPR, DA, DB, DAA, DAB, DBB)                     \
-    case OP:                                                                 \
-        GA += (DA) * g;                                                      \
-        if (AR == 2)                                                         \
-            GB += (DB) * g;                                                  \
-        break;
-    AD_ELEMENTWISE_RULES(SCALAR_CASE)
-#undef SCALAR_CASE
-#undef GA
-#undef GB
-    case AD_LEAF:    break;
-    case AD_SUM:     adj[a] += g / c; break;     /* the sum of one scalar */
-    case AD_MAX: case AD_MIN: case AD_RESHAPE: case AD_GATHER: case AD_SCATTER:
-        adj[a] += g; break;
-    case AD_EXTERN: {
-        int status = reverse_extern(t, i);
-        if (status != AD_OK)
-            return status;
-        break;
-    }
-    case AD_NUM_OPS: return ad_fail(t, AD_EINVAL, i, "bad op at %lld",
-                                    (long long)i);
-    }
-    if (check && ((a >= 0 && !isfinite(adj[a])) ||
-                  (b >= 0 && !isfinite(adj[b]))))
+    int status = reverse_scalar(t, adj, i);
+    if (status == AD_OK && check && ((a >= 0 && !isfinite(adj[a])) ||
+                                     (b >= 0 && !isfinite(adj[b]))))
         return ad_fail(t, AD_ENONFINITE, i, "backward of %s at tape index "
                        "%lld produced %s", ad_op_name(t->op[i]), (long long)i,
                        isnan(a >= 0 && !isfinite(adj[a]) ? adj[a] : adj[b])
                            ? "nan" : "inf");
-    return AD_OK;
+    return status;
 }
 
 int ad_backward(ad_tape *t, int64_t nseeds, const int64_t *idx,
@@ -236,11 +241,14 @@ int ad_backward_arrays(ad_tape *t, int64_t nseeds, const int64_t *idx,
     double *g = mode == AD_SWEEP_INPLACE ? t->grad : t->adj;
 
     int status = AD_OK;
-    for (int64_t i = 0; i <= top; ++i)
-        f[i] &= (uint8_t)~AD_FLAG_MARK;
     if (mode == AD_SWEEP_ACCUM)
-        for (int64_t i = 0; i <= top; ++i)
+        for (int64_t i = 0; i <= top; ++i) {
+            f[i] &= (uint8_t)~AD_FLAG_MARK;
             g[i] = 0.0;
+        }
+    else
+        for (int64_t i = 0; i <= top; ++i)
+            f[i] &= (uint8_t)~AD_FLAG_MARK;
     for (int64_t k = 0; k < nseeds; ++k) {
         if (!(f[idx[k]] & AD_FLAG_MARK)) {
             /* a reached entry has a gradient (optimizers skip the others) */
@@ -279,7 +287,9 @@ int ad_backward_arrays(ad_tape *t, int64_t nseeds, const int64_t *idx,
         REACH(A[i])
         REACH(B[i])
 #undef REACH
-        status = reverse_entry(t, g, i, mode, check);
+        status = mode == AD_SWEEP_ACCUM && !check && t->aux[i] < 0
+                     ? reverse_scalar(t, g, i)
+                     : reverse_entry(t, g, i, mode, check);
         if (status != AD_OK)
             return status;
     }
