@@ -31,6 +31,7 @@
 #define C1 1e-4             /* sufficient decrease */
 #define C2 0.9              /* curvature (0.9: the usual choice for quasi-Newton) */
 #define MAX_FIRST_STEP 1e10 /* when |g| is tiny, 1/|g| is not a sane step */
+#define FLAT 1e-10          /* f's relative noise, for flat_and_level */
 
 enum phase { START, ITERATE, RESUME };
 enum eval_outcome { EVAL_OK, EVAL_NONFINITE, EVAL_GUARD };
@@ -279,6 +280,17 @@ static int evaluate(ad_lbfgs *o, const double *x, double *f, double *g,
 
 /* -- the line search along d from the iterate (x, f, g) ------------------- */
 
+/* Where f is flat to rounding, the sufficient decrease c1 a d0 is below
+ * the noise in f and only the slope still tells progress: a point whose f
+ * is no higher than f0 beyond that noise and whose slope meets the strong
+ * curvature condition is taken (Hager and Zhang's approximate Wolfe
+ * conditions, with their 1e-6 tightened to 1e-10).  Without this, a tight
+ * gtol fails in the line search near the minimum of f ~ 1.               */
+static int flat_and_level(const lspoint *p, double f0, double d0)
+{
+    return p->f <= f0 + FLAT * fabs(f0) && fabs(p->d) <= -C2 * d0;
+}
+
 /* Evaluate at x + a d into xt, gt. */
 static int trial(ad_lbfgs *o, double a, lspoint *p, int *outcome)
 {
@@ -356,6 +368,11 @@ static int zoom(ad_lbfgs *o, lspoint lo, lspoint hi, double f0, double d0,
             *result = LS_GUARD;
             return AD_OK;
         }
+        if (outcome == EVAL_OK && flat_and_level(&p, f0, d0)) {
+            *ft = p.f;
+            *result = LS_ACCEPT;
+            return AD_OK;
+        }
         if (p.f > f0 + C1 * a * d0 || p.f >= lo.f) {
             hi = p;
             continue;
@@ -388,6 +405,11 @@ static int line_search(ad_lbfgs *o, double a, double *ft, int *result)
         if (outcome == EVAL_GUARD) {
             o->step = a;
             *result = LS_GUARD;
+            return AD_OK;
+        }
+        if (outcome == EVAL_OK && flat_and_level(&p, f0, d0)) {
+            *ft = p.f;
+            *result = LS_ACCEPT;
             return AD_OK;
         }
         if (p.f > f0 + C1 * a * d0 || (!first && p.f >= prev.f))
