@@ -358,14 +358,18 @@ def test_lbfgs_records_again_where_a_scalar_guard_flips():
 
 
 def test_lbfgs_records_again_where_a_mask_guard_flips():
-    # x[x < 0] is a boolean index: a guard on the whole mask
+    # z[z < 0] is a boolean index: a guard on the whole mask, which goes
+    # from [T, T, F, T] at x0 to [F, F, F, T] at the minimum (z's last
+    # element, a constant, keeps the selection from ever being empty)
     def f(x):
-        return np.sum((x - 2.0) ** 2) + 10.0 * np.sum(x[x < 0.0] ** 2)
+        calls.append(1)
+        z = ad.concatenate([x, np.array([-1.0])])
+        return np.sum((x - 2.0) ** 2) + 10.0 * np.sum(z[z < 0.0] ** 2)
     calls = []
-    res = ad.minimize(lambda x: calls.append(1) or f(x),
-                      np.array([-1.0, -2.0, 0.5]), method="lbfgs")
+    res = ad.minimize(f, np.array([-1.0, -2.0, 0.5]), method="lbfgs")
     assert res.success
     assert res.x == pytest.approx(np.full(3, 2.0), abs=1e-5)
+    assert res.fun == pytest.approx(10.0)
     assert len(calls) >= 2
 
 
