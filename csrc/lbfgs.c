@@ -34,7 +34,6 @@
 #define FLAT 1e-10          /* f's relative noise, for flat_and_level */
 
 enum phase { START, ITERATE, RESUME };
-enum eval_outcome { EVAL_OK, EVAL_NONFINITE, EVAL_GUARD };
 enum search_result { LS_ACCEPT, LS_FAIL, LS_GUARD };
 
 /* A point on the line x + a d: the step, f there, and its slope g.d. */
@@ -64,20 +63,40 @@ static int sweep_failed(ad_lbfgs *o, int status)
     return status;
 }
 
+/* Four partial sums: with one, every add waits for the one before, and the
+ * two-loop recursion is mostly dot products. */
 static double dot(const double *u, const double *v, int64_t n)
 {
-    double s = 0.0;
-    for (int64_t i = 0; i < n; ++i)
-        s += u[i] * v[i];
-    return s;
+    double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        s0 += u[i] * v[i];
+        s1 += u[i + 1] * v[i + 1];
+        s2 += u[i + 2] * v[i + 2];
+        s3 += u[i + 3] * v[i + 3];
+    }
+    for (; i < n; ++i)
+        s0 += u[i] * v[i];
+    return (s0 + s1) + (s2 + s3);
 }
 
+/* The largest |v_i| of a finite v. */
 static double max_abs(const double *v, int64_t n)
 {
     double m = 0.0;
-    for (int64_t i = 0; i < n; ++i)
-        m = fmax(m, fabs(v[i]));
+    for (int64_t i = 0; i < n; ++i) {
+        double a = fabs(v[i]);
+        m = a > m ? a : m;
+    }
     return m;
+}
+
+static int all_finite(const double *v, int64_t n)
+{
+    double z = 0.0;             /* inf * 0 and nan * 0 are nan */
+    for (int64_t i = 0; i < n; ++i)
+        z += v[i] * 0.0;
+    return z == 0.0;
 }
 
 ad_lbfgs *ad_lbfgs_new(int64_t n, int64_t m, int64_t max_bytes)
@@ -259,13 +278,13 @@ static int evaluate(ad_lbfgs *o, const double *x, double *f, double *g,
         k = array_guard_flipped(o);
     if (k >= 0) {
         o->guard = k;
-        *outcome = EVAL_GUARD;
+        *outcome = AD_EVAL_GUARD;
         return AD_OK;
     }
     int32_t aux = t->aux[o->output];
     *f = aux < 0 ? t->val[o->output] : t->blk[aux].val[0];
     if (!isfinite(*f)) {
-        *outcome = EVAL_NONFINITE;
+        *outcome = AD_EVAL_NONFINITE;
         return AD_OK;
     }
     zero_leaf_grads(o);
@@ -274,7 +293,25 @@ static int evaluate(ad_lbfgs *o, const double *x, double *f, double *g,
     if (status != AD_OK)
         return sweep_failed(o, status);
     read_gradient(o, g);
-    *outcome = isfinite(max_abs(g, o->n)) ? EVAL_OK : EVAL_NONFINITE;
+    *outcome = all_finite(g, o->n) ? AD_EVAL_OK : AD_EVAL_NONFINITE;
+    return AD_OK;
+}
+
+int ad_lbfgs_evaluate(ad_lbfgs *o, const double *x, double *f, double *g,
+                      int32_t *outcome)
+{
+    int status = check(o);
+    if (status != AD_OK)
+        return status;
+    int result;
+    if ((status = evaluate(o, x, f, g, &result)) != AD_OK)
+        return status;
+    if (result == AD_EVAL_GUARD)
+        *f = NAN;
+    if (result == AD_EVAL_GUARD || !isfinite(*f))
+        for (int64_t i = 0; i < o->n; ++i)
+            g[i] = NAN;         /* not computed */
+    *outcome = result;
     return AD_OK;
 }
 
@@ -300,10 +337,10 @@ static int trial(ad_lbfgs *o, double a, lspoint *p, int *outcome)
     o->ls_evals++;
     p->a = a;
     int status = evaluate(o, o->xt, &p->f, o->gt, outcome);
-    if (status == AD_OK && *outcome == EVAL_NONFINITE) {
+    if (status == AD_OK && *outcome == AD_EVAL_NONFINITE) {
         p->f = INFINITY;                /* a step too long */
         p->d = NAN;
-    } else if (status == AD_OK && *outcome == EVAL_OK) {
+    } else if (status == AD_OK && *outcome == AD_EVAL_OK) {
         p->d = dot(o->gt, o->d, n);
     }
     return status;
@@ -342,7 +379,7 @@ static int settle(ad_lbfgs *o, const lspoint *best, double *ft, int *result)
     lspoint p;
     int outcome;
     int status = trial(o, best->a, &p, &outcome);
-    if (status == AD_OK && outcome == EVAL_OK) {
+    if (status == AD_OK && outcome == AD_EVAL_OK) {
         *ft = p.f;
         *result = LS_ACCEPT;
     }
@@ -363,12 +400,12 @@ static int zoom(ad_lbfgs *o, lspoint lo, lspoint hi, double f0, double d0,
         int status = trial(o, a, &p, &outcome);
         if (status != AD_OK)
             return status;
-        if (outcome == EVAL_GUARD) {
+        if (outcome == AD_EVAL_GUARD) {
             o->step = a;
             *result = LS_GUARD;
             return AD_OK;
         }
-        if (outcome == EVAL_OK && flat_and_level(&p, f0, d0)) {
+        if (outcome == AD_EVAL_OK && flat_and_level(&p, f0, d0)) {
             *ft = p.f;
             *result = LS_ACCEPT;
             return AD_OK;
@@ -402,12 +439,12 @@ static int line_search(ad_lbfgs *o, double a, double *ft, int *result)
         int status = trial(o, a, &p, &outcome);
         if (status != AD_OK)
             return status;
-        if (outcome == EVAL_GUARD) {
+        if (outcome == AD_EVAL_GUARD) {
             o->step = a;
             *result = LS_GUARD;
             return AD_OK;
         }
-        if (outcome == EVAL_OK && flat_and_level(&p, f0, d0)) {
+        if (outcome == AD_EVAL_OK && flat_and_level(&p, f0, d0)) {
             *ft = p.f;
             *result = LS_ACCEPT;
             return AD_OK;
@@ -445,10 +482,8 @@ static void direction(ad_lbfgs *o)
     }
     if (o->npairs == 0)
         return;
-    const double *s = o->s + o->newest * n, *y = o->y + o->newest * n;
-    double gamma = dot(s, y, n) / dot(y, y, n);
     for (int64_t i = 0; i < n; ++i)
-        d[i] *= gamma;
+        d[i] *= o->gamma;
     j = (o->newest - o->npairs + 1 + m) % m;    /* the oldest pair */
     for (int64_t k = 0; k < o->npairs; ++k, j = (j + 1) % m) {
         const double *sj = o->s + j * n, *yj = o->y + j * n;
@@ -491,6 +526,7 @@ static void remember(ad_lbfgs *o)
         y[i] = o->gt[i] - o->g[i];
     }
     o->rho[j] = 1.0 / sy;
+    o->gamma = sy / yy;
     o->newest = j;
     if (o->npairs < o->m)
         o->npairs++;
@@ -514,11 +550,11 @@ int ad_lbfgs_run(ad_lbfgs *o)
         memcpy(o->xt, o->x, (size_t)n * sizeof *o->x);  /* where a flip is */
         if ((status = evaluate(o, o->x, &o->f, o->g, &outcome)) != AD_OK)
             return status;
-        if (outcome == EVAL_GUARD) {
+        if (outcome == AD_EVAL_GUARD) {
             o->step = 0.0;
             return stop(o, AD_LBFGS_GUARD);
         }
-        if (outcome == EVAL_NONFINITE)
+        if (outcome == AD_EVAL_NONFINITE)
             return stop(o, AD_LBFGS_NONFINITE);
         o->phase = ITERATE;
         if (max_abs(o->g, n) <= o->gtol)

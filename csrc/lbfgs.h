@@ -41,6 +41,13 @@ enum ad_lbfgs_status {
     AD_LBFGS_GUARD       /* guard `guard` flipped at xt: record again there     */
 };
 
+/* What one evaluation found. */
+enum ad_lbfgs_eval {
+    AD_EVAL_OK,          /* f and its gradient, both finite                     */
+    AD_EVAL_NONFINITE,   /* f or the gradient is NaN or inf                     */
+    AD_EVAL_GUARD        /* guard `guard` flipped: the recording does not hold  */
+};
+
 typedef struct ad_lbfgs {
     /* the problem: a recording; set again after each new recording */
     ad_tape *tape;
@@ -72,6 +79,7 @@ typedef struct ad_lbfgs {
     double *s;                  /* m steps x_{k+1} - x_k, a ring of rows      */
     double *y;                  /* m gradient changes g_{k+1} - g_k           */
     double *rho;                /* 1 / (s . y) per pair                       */
+    double gamma;               /* H0 = gamma I: s.y / y.y of the newest pair */
     double *alpha;              /* scratch of the two-loop recursion          */
     int64_t npairs;             /* pairs in the ring                          */
     int64_t newest;             /* row of the newest pair                     */
@@ -90,6 +98,11 @@ typedef struct ad_lbfgs {
  * at max_bytes when that is >= 0, for fault injection) is not there.     */
 ad_lbfgs *ad_lbfgs_new(int64_t n, int64_t m, int64_t max_bytes);
 void ad_lbfgs_free(ad_lbfgs *o);
+/* One evaluation at x (n doubles) on the problem set in o: f, and its
+ * gradient into g (NaN where it was not computed).  What scipy's methods
+ * call for each point.  Returns an enum ad_status like ad_lbfgs_run.     */
+int ad_lbfgs_evaluate(ad_lbfgs *o, const double *x, double *f, double *g,
+                      int32_t *outcome);
 /* Run until a status other than RUNNING, or `pause` iterations.  Returns
  * an enum ad_status: a sweep's failure, or AD_EINVAL for a bad problem.  */
 int ad_lbfgs_run(ad_lbfgs *o);

@@ -105,43 +105,73 @@ class _Space:
         return np.asarray(v, dtype=np.float64).reshape(-1)
 
 
-def _record(f, space, flat):
-    """f recorded at the flat point; TypeError if its value is no scalar."""
-    rec = Recorded(f, (space.arg(flat),))
-    rec.trace.scalar_output()
-    return rec
+class _Recording:
+    """f recorded at one point and attached to a C minimizer state (the
+    struct of csrc/lbfgs.h) that evaluates it: the built-in L-BFGS runs on
+    it, and scipy's methods get each value and gradient from one C call.
+    f is recorded again where a guard flips."""
 
-
-class _Objective:
-    """f's recording, replayed at the points scipy asks about, and recorded
-    again where a guard flips."""
-
-    def __init__(self, f, space):
+    def __init__(self, f, space, m=1):
         self.f = f
         self.space = space
-        self.rec = _record(f, space, space.x0)
+        self.o = _core.new_lbfgs(space.x0.size, m)
+        self.recordings = 0
+        self._f = ffi.new("double *")
+        self._g = np.empty(space.x0.size)
+        self._g_ptr = ffi.from_buffer("double[]", self._g)
+        self._outcome = ffi.new("int32_t *")
+        self.record_at(space.x0)
 
-    def _at(self, flat):
-        arg = self.space.arg(flat)
+    def record_at(self, flat):
+        """Record f at the flat point and point the C state at it."""
+        flat = np.array(flat, dtype=np.float64)
+        if self.recordings and np.array_equal(flat, self.recorded_at):
+            raise RuntimeError("minimize: a guard of f flips at the point "
+                               "where f was just recorded: f does not take "
+                               "the same decisions twice at the same x")
+        rec = Recorded(self.f, (self.space.arg(flat),))
+        rec.trace.scalar_output()          # TypeError for a non-scalar f
+        self.rec = rec
+        self.recorded_at = flat
+        self.recordings += 1
+        # a constant f has no entry to evaluate: the trace answers for it
+        self.constant = rec.trace.output_entry() is None
+        self._keep = None if self.constant else _attach(self.o, rec)
+
+    def check(self, status):
+        _core.check(status, self.o, self.rec.trace.tape)
+
+    def _trace_at(self, flat):
+        """The recording replayed at flat (recorded there if a guard flips)."""
         try:
-            self.rec._replay((arg,))
+            self.rec._replay((self.space.arg(flat),))
         except BranchError:
-            self.rec = _record(self.f, self.space, flat)
+            self.record_at(flat)
         return self.rec.trace
 
-    def value(self, flat):
-        return self._at(flat).scalar_output()[1]
+    # -- what scipy's methods call --------------------------------------------
 
     def value_and_grad(self, flat):
-        value, grad = self._at(flat).value_and_grad()
-        return value, self.space.flatten(grad)
+        if self.constant:
+            value, grad = self._trace_at(flat).value_and_grad()
+            return value, self.space.flatten(grad)
+        x = np.ascontiguousarray(flat, dtype=np.float64)
+        self.check(lib.ad_lbfgs_evaluate(self.o, ffi.from_buffer("double[]", x),
+                                         self._f, self._g_ptr, self._outcome))
+        if self._outcome[0] == lib.AD_EVAL_GUARD:
+            self.record_at(x)
+            return self.value_and_grad(x)
+        return self._f[0], self._g.copy()
+
+    def value(self, flat):
+        return self._trace_at(flat).scalar_output()[1]
 
     def hessp(self, flat, p):
-        return self.space.flatten(self._at(flat).hvp(self.space.arg(p)))
+        return self.space.flatten(self._trace_at(flat).hvp(self.space.arg(p)))
 
     def hess(self, flat):
         n = self.space.x0.size
-        return np.reshape(self._at(flat).hessian(), (n, n))
+        return np.reshape(self._trace_at(flat).hessian(), (n, n))
 
 
 def _takes_intermediate_result(callback):
@@ -184,7 +214,7 @@ def _scipy_minimize(f, space, method, bounds, tol, options, callback):
             f"minimize(method={method!r}) runs scipy.optimize.minimize, and "
             "scipy is not installed: pip install 'pyautodiff[scipy]' (or pip "
             "install scipy); method='lbfgs' needs no scipy") from exc
-    objective = _Objective(f, space)
+    objective = _Recording(f, space)
     name = method.lower() if isinstance(method, str) else None
     if name in DERIVATIVE_FREE:
         kwargs = {"fun": objective.value}
@@ -289,32 +319,29 @@ def _attach(o, rec):
 def _lbfgs(f, space, tol, options, callback):
     opts = _lbfgs_options(tol, options)
     n = space.x0.size
-    o = _core.new_lbfgs(n, opts["m"])
+    problem = _Recording(f, space, opts["m"])
+    o = problem.o
     o.maxiter, o.maxls = opts["maxiter"], opts["maxls"]
     o.gtol, o.ftol = opts["gtol"], opts["ftol"]
     o.pause = 1 if callback is not None else 0   # back to Python per iteration
     x, g = _view(o.x, n), _view(o.g, n)
     x[:] = space.x0
-    rec = _record(f, space, space.x0)
-    recorded_at = space.x0
-    recordings = 1
     status = message = None
     while status is None:
-        if rec.trace.output_entry() is None:
+        if problem.constant:
             # this recording's f is a number that does not depend on x
-            o.f = rec.trace.scalar_output()[1]
+            o.f = problem.rec.trace.scalar_output()[1]
             g[:] = 0.0
-            if recordings == 1:
+            if problem.recordings == 1:
                 status, message = 0, "converged: f does not depend on x"
             else:
-                x[:] = recorded_at
+                x[:] = problem.recorded_at
                 status, message = 2, ("stopped: f returned a constant at the "
                                       "point reached, with no dependence on x")
             break
-        keep = _attach(o, rec)
         seen = o.nit
         while True:
-            _core.check(lib.ad_lbfgs_run(o), o, rec.trace.tape)
+            problem.check(lib.ad_lbfgs_run(o))
             if callback is not None and o.nit > seen:
                 seen = o.nit
                 if _call(callback, space, x, o.f):
@@ -323,26 +350,18 @@ def _lbfgs(f, space, tol, options, callback):
                     break
             if o.status != lib.AD_LBFGS_RUNNING:
                 break
-        del keep
         if status is not None:
             break
         if o.status == lib.AD_LBFGS_GUARD:
-            point = _view(o.xt, n).copy()
-            if np.array_equal(point, recorded_at):
-                raise RuntimeError("minimize: a guard of f flips at the point "
-                                   "where f was just recorded: f does not "
-                                   "take the same decisions twice at the same x")
-            rec = _record(f, space, point)
-            recorded_at = point
-            recordings += 1
+            problem.record_at(_view(o.xt, n))    # and go on from there
             continue
         status = _STATUS[o.status]
         message = _MESSAGES.get(o.status) or _nonfinite_message(o.f)
     return OptimizeResult(
         x=space.arg(x), fun=float(o.f), jac=space.arg(g), nit=int(o.nit),
         # a recording evaluates f too; the gradients all come from C
-        nfev=int(o.nfev) + recordings, njev=int(o.nfev), status=status,
-        success=status == 0, message=message)
+        nfev=int(o.nfev) + problem.recordings, njev=int(o.nfev),
+        status=status, success=status == 0, message=message)
 
 
 def _nonfinite_message(f0):
