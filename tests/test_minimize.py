@@ -414,6 +414,9 @@ def test_integer_x0_is_taken_as_floats():
     (lambda x: np.sum(np.exp(x)), np.array([1000.0]), "f(x0) is inf"),
     (lambda x: np.sum(x ** 2), np.array([np.nan, 1.0]), "f(x0) is nan"),
     (lambda x: np.sum(ad.sqrt(x)), np.array([0.0, 1.0]), "gradient of f at x0"),
+    # sqrt'(0) = inf times d(x*x)/dx = 0: a nan in the gradient, f finite
+    (lambda x: np.sum(ad.sqrt(x * x)), np.array([0.0, 1.0]),
+     "gradient of f at x0"),
 ])
 def test_lbfgs_nonfinite_at_the_start_fails_clearly(f, x0, says):
     with np.errstate(all="ignore"):
