@@ -11,7 +11,8 @@ import sys
 import tempfile
 
 OUR_CODE = re.compile(r"\b(ad_[a-z_]+|reverse_entry|reverse_array|forward_array|hands_float|shrink|grow|append) "
-                      r"\((tape|reverse|forward|opinfo|blocks|blockcache)\.c:")
+                      r"\((tape|reverse|forward|opinfo|blocks|blockcache)\.c:"
+                      r"|\b[a-z_]+ \(lbfgs\.c:")
 
 
 def workload():
@@ -50,6 +51,11 @@ def workload():
         for p in model.parameters():
             p.data -= 0.1 * p.grad
     ad.current_tape().compact()
+    import numpy as np                        # L-BFGS in C on a recording
+    res = ad.minimize(lambda v: np.sum((v[1:] - v[:-1] ** 2) ** 2 * 100.0
+                                       + (1.0 - v[:-1]) ** 2),
+                      np.zeros(5), method="lbfgs")
+    assert res.success, res.message
     print("workload ok", f.data, x.grad)
 
 

@@ -254,7 +254,8 @@ int ad_array_append_map(ad_tape *t, int op, int64_t a, double *val,
     int64_t *own = malloc((size_t)(nmap ? nmap : 1) * sizeof *own);
     if (!own)
         return ad_fail(t, AD_ENOMEM, t->n, "out of memory for an index map");
-    memcpy(own, map, (size_t)nmap * sizeof *own);
+    if (nmap)                   /* map may be NULL for an empty selection */
+        memcpy(own, map, (size_t)nmap * sizeof *own);
     int status = append(t, op, a, -1, 0.0, val, ndim, shape, own, nmap);
     if (status != AD_OK && (t->n == 0 || t->aux[t->n - 1] < 0 ||
                             t->blk[t->aux[t->n - 1]].map != own))

@@ -3,8 +3,9 @@
 setup.py names ``csrc/build_ffi.py:ffibuilder`` in ``cffi_modules``.  This is
 the one file that imports ``cffi.FFI``; at run time only ``pyautodiff._core``
 touches the compiled module.  The declarations come from ``csrc/ad.h`` (the
-tape and its ops) and ``csrc/optim.h`` (optimizer steps) themselves, minus
-preprocessor lines, so the op enum is written exactly once.
+tape and its ops), ``csrc/optim.h`` (optimizer steps) and ``csrc/lbfgs.h``
+(the minimizer) themselves, minus preprocessor lines, so the op enum is
+written exactly once.
 """
 import os
 import re
@@ -14,8 +15,8 @@ from cffi import FFI
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 SOURCES = ["tape.c", "opinfo.c", "blocks.c", "blockcache.c", "forward.c",
-           "reverse.c", "tangent.c", "second.c", "optim.c"]
-HEADERS = ["ad.h", "optim.h"]
+           "reverse.c", "tangent.c", "second.c", "optim.c", "lbfgs.c"]
+HEADERS = ["ad.h", "optim.h", "lbfgs.h"]
 
 
 def package_version():
@@ -60,7 +61,7 @@ ffibuilder = FFI()
 ffibuilder.cdef(cdef_text() + PYTHON_CALLBACKS)
 ffibuilder.set_source(
     "pyautodiff._ad_core",
-    '#include "ad.h"\n#include "optim.h"\n'
+    '#include "ad.h"\n#include "optim.h"\n#include "lbfgs.h"\n'
     'const char *ad_version(void) { return "%s"; }\n' % package_version(),
     sources=[os.path.relpath(os.path.join(HERE, s), ROOT) for s in SOURCES],
     include_dirs=[os.path.relpath(HERE, ROOT)],

@@ -20,6 +20,7 @@ from .viz import draw_dot
 from .functional import (check_grad, grad, hessian, hvp, jacobian, jvp,
                          value_and_grad, vjp)
 from .record import BranchError, Recorded, function, load, record
+from .minimize import minimize
 from . import nn, optim
 
 __all__ = [
@@ -30,6 +31,8 @@ __all__ = [
     "check_grad",
     # record once, replay many
     "record", "function", "load", "Recorded", "BranchError",
+    # minimization, with scipy or in C
+    "minimize",
     # elementwise math, for Values, Arrays and plain numbers/ndarrays
     "abs", "cos", "exp", "log", "relu", "sigmoid", "sin", "sqrt", "tanh",
     # array functions with NumPy's signatures

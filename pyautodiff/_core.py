@@ -129,3 +129,15 @@ def new_tape():
     if ctape == ffi.NULL:
         raise MemoryError("out of memory allocating a tape")
     return ffi.gc(ctape, lib.ad_tape_free)
+
+
+def new_lbfgs(n, m, max_bytes=-1):
+    """The C minimizer's state for n variables keeping m pairs
+    (csrc/lbfgs.h), freed when collected.  max_bytes >= 0 caps its
+    allocation (fault injection)."""
+    o = lib.ad_lbfgs_new(n, m, max_bytes)
+    if o == ffi.NULL:
+        mib = 8.0 * n * (2 * m + 5) / 2 ** 20
+        raise MemoryError(f"out of memory for L-BFGS with {n} variables and "
+                          f"m = {m} pairs ({mib:.3g} MiB)")
+    return ffi.gc(o, lib.ad_lbfgs_free)

@@ -52,3 +52,33 @@ def test_spiral_data_has_three_balanced_classes():
     assert X.shape == (75, 2) and sorted(set(y.tolist())) == [0, 1, 2]
     assert all((y == k).sum() == 25 for k in range(3))
     assert abs(X).max() <= 1.0 + 1e-12          # radius at most 1
+
+
+def test_rosenbrock_reaches_the_minimum_both_ways(capsys):
+    results = load("rosenbrock").main(["--n", "50"])
+    methods = {"lbfgs"} | ({"L-BFGS-B"} if _have_scipy() else set())
+    assert set(results) == methods
+    for res in results.values():
+        assert res.success
+        assert abs(res.x - 1.0).max() < 1e-3 and res.fun < 1e-8
+    assert "lbfgs     f = " in capsys.readouterr().out
+
+
+def test_logistic_newton_reaches_the_hand_gradients_optimum(capsys):
+    pytest.importorskip("scipy")
+    example = load("logistic_newton")
+    res, ref = example.main(["--samples", "300", "--features", "5"])
+    assert res.success and res.nhev > 0
+    assert res.x == pytest.approx(ref.x, abs=1e-6)
+    X, y = example.make_data(300, 5)
+    _, grad = example.loss_and_grad_by_hand(res.x, X, y, 1e-2)
+    assert abs(grad).max() < 1e-8
+    assert "training accuracy" in capsys.readouterr().out
+
+
+def _have_scipy():
+    try:
+        import scipy.optimize  # noqa: F401
+    except ImportError:
+        return False
+    return True

@@ -363,3 +363,13 @@ def test_decisions_survive_save_and_load(tmp_path):
     assert G(np.array([3.0, 1.0])) == 10.0
     with pytest.raises(ad.BranchError):
         G(np.array([-3.0, 1.0]))
+
+
+def test_a_mask_that_selects_nothing():
+    def f(x):
+        return np.sum(x[x < 0]) + np.sum(x ** 2)
+    F = ad.record(f, np.array([1.0, 2.0]))       # the mask picks nothing
+    assert F(np.array([3.0, 1.0])) == 10.0
+    np.testing.assert_allclose(F.grad(np.array([3.0, 1.0])), [6.0, 2.0])
+    with pytest.raises(ad.BranchError):
+        F(np.array([-3.0, 1.0]))

@@ -1,0 +1,383 @@
+"""``ad.minimize``: minimize f over x, recorded once, with exact derivatives.
+
+f is recorded at x0 (``ad.record``) and every evaluation is a C replay:
+
+* a scipy method ('L-BFGS-B' by default, or any other of
+  ``scipy.optimize.minimize``'s) gets the value and the gradient from one
+  replay (``jac=True``); the Newton-type methods also get exact
+  Hessian-vector products (``hessp``), 'dogleg' and 'trust-exact' the
+  Hessian;
+* ``method='lbfgs'`` is L-BFGS run entirely in C on the recording
+  (csrc/lbfgs.c): no Python per iteration and no scipy.
+
+A recording holds where f takes the decisions it took when recorded
+(record.py).  Where a guard flips, f is recorded again at that point and
+the optimization goes on, as ``@ad.function`` does.
+"""
+import inspect
+import numbers
+
+import numpy as np
+
+from . import _core
+from ._core import ffi, lib
+from .record import BranchError, Recorded
+
+# methods that get more than the gradient, and those that use none
+HESSP_METHODS = {"newton-cg", "trust-ncg", "trust-krylov", "trust-constr"}
+HESS_METHODS = {"dogleg", "trust-exact"}
+DERIVATIVE_FREE = {"nelder-mead", "powell", "cobyla", "cobyqa"}
+
+# method='lbfgs': its options and their defaults (L-BFGS-B's in scipy)
+LBFGS_OPTIONS = {"maxiter": 15000, "m": 10, "gtol": 1e-5,
+                 "ftol": 2.220446049250313e-09, "maxls": 20}
+
+_MESSAGES = {
+    lib.AD_LBFGS_GTOL: "converged: every gradient component is at most gtol",
+    lib.AD_LBFGS_FTOL: "converged: the relative reduction of f is at most ftol",
+    lib.AD_LBFGS_MAXITER: "stopped: maxiter iterations reached",
+    lib.AD_LBFGS_LINESEARCH: "failed: the line search found no step with "
+                             "sufficient decrease in maxls evaluations, "
+                             "along -g either",
+}
+_STATUS = {lib.AD_LBFGS_GTOL: 0, lib.AD_LBFGS_FTOL: 0,
+           lib.AD_LBFGS_MAXITER: 1, lib.AD_LBFGS_LINESEARCH: 2,
+           lib.AD_LBFGS_NONFINITE: 3}
+STOPPED_BY_CALLBACK = 99        # scipy's status when a callback stops it
+
+
+class OptimizeResult(dict):
+    """The result of method='lbfgs', with scipy's field names, read as
+    attributes: x, fun, jac, nit, nfev, njev, status, success, message."""
+
+    def __getattr__(self, name):
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    __setattr__ = dict.__setitem__
+
+    def __repr__(self):
+        width = max(map(len, self)) + 1
+        return "\n".join(f"{k:>{width}}: {_short(v)}" for k, v in self.items())
+
+    def __dir__(self):
+        return list(self)
+
+
+def _short(v):
+    if isinstance(v, np.ndarray):
+        return np.array2string(v, threshold=8, edgeitems=3)
+    return repr(v)
+
+
+class _Space:
+    """x0's kind and shape: scipy and C work on one flat float64 vector."""
+
+    def __init__(self, x0):
+        if isinstance(x0, (bool, np.bool_)):
+            raise TypeError("minimize: x0 must be real numbers, not a bool")
+        self.scalar = isinstance(x0, numbers.Real)
+        if self.scalar:
+            flat = np.array([float(x0)])
+            self.shape = ()
+        else:
+            arr = np.asarray(x0)
+            if arr.dtype.kind not in "iuf":
+                raise TypeError(f"minimize: x0 must be real numbers (a float "
+                                f"or an array of floats), not {arr.dtype} data")
+            flat = arr.astype(np.float64).ravel()
+            self.shape = arr.shape
+        if flat.size == 0:
+            raise ValueError(f"minimize: x0 has shape {self.shape} and no "
+                             "elements: there is nothing to minimize over")
+        self.x0 = flat
+        self.flat_input = not self.scalar and len(self.shape) == 1
+
+    def arg(self, flat):
+        """f's argument at the flat point (a copy)."""
+        if self.scalar:
+            return float(flat[0])
+        return np.array(flat, dtype=np.float64).reshape(self.shape)
+
+    def flatten(self, v):
+        return np.asarray(v, dtype=np.float64).reshape(-1)
+
+
+class _Recording:
+    """f recorded at one point and attached to a C minimizer state (the
+    struct of csrc/lbfgs.h) that evaluates it: the built-in L-BFGS runs on
+    it, and scipy's methods get each value and gradient from one C call.
+    f is recorded again where a guard flips."""
+
+    def __init__(self, f, space, m=1):
+        self.f = f
+        self.space = space
+        self.o = _core.new_lbfgs(space.x0.size, m)
+        self.recordings = 0
+        self._f = ffi.new("double *")
+        self._g = np.empty(space.x0.size)
+        self._g_ptr = ffi.from_buffer("double[]", self._g)
+        self._outcome = ffi.new("int32_t *")
+        self.record_at(space.x0)
+
+    def record_at(self, flat):
+        """Record f at the flat point and point the C state at it."""
+        flat = np.array(flat, dtype=np.float64)
+        if self.recordings and np.array_equal(flat, self.recorded_at):
+            raise RuntimeError("minimize: a guard of f flips at the point "
+                               "where f was just recorded: f does not take "
+                               "the same decisions twice at the same x")
+        rec = Recorded(self.f, (self.space.arg(flat),))
+        rec.trace.scalar_output()          # TypeError for a non-scalar f
+        self.rec = rec
+        self.recorded_at = flat
+        self.recordings += 1
+        # a constant f has no entry to evaluate: the trace answers for it
+        self.constant = rec.trace.output_entry() is None
+        self._keep = None if self.constant else _attach(self.o, rec)
+
+    def check(self, status):
+        _core.check(status, self.o, self.rec.trace.tape)
+
+    def _trace_at(self, flat):
+        """The recording replayed at flat (recorded there if a guard flips)."""
+        try:
+            self.rec._replay((self.space.arg(flat),))
+        except BranchError:
+            self.record_at(flat)
+        return self.rec.trace
+
+    # -- what scipy's methods call --------------------------------------------
+
+    def value_and_grad(self, flat):
+        if self.constant:
+            value, grad = self._trace_at(flat).value_and_grad()
+            return value, self.space.flatten(grad)
+        x = np.ascontiguousarray(flat, dtype=np.float64)
+        self.check(lib.ad_lbfgs_evaluate(self.o, ffi.from_buffer("double[]", x),
+                                         self._f, self._g_ptr, self._outcome))
+        if self._outcome[0] == lib.AD_EVAL_GUARD:
+            self.record_at(x)
+            return self.value_and_grad(x)
+        return self._f[0], self._g.copy()
+
+    def value(self, flat):
+        return self._trace_at(flat).scalar_output()[1]
+
+    def hessp(self, flat, p):
+        return self.space.flatten(self._trace_at(flat).hvp(self.space.arg(p)))
+
+    def hess(self, flat):
+        n = self.space.x0.size
+        return np.reshape(self._trace_at(flat).hessian(), (n, n))
+
+
+def _takes_intermediate_result(callback):
+    # scipy's rule: a callback whose one parameter has this name gets an
+    # OptimizeResult, any other gets x
+    try:
+        return set(inspect.signature(callback).parameters) == {"intermediate_result"}
+    except (TypeError, ValueError):
+        return False
+
+
+def minimize(f, x0, method="L-BFGS-B", bounds=None, tol=None, options=None,
+             callback=None):
+    """Minimize the scalar function f(x) from x0 (a float or an ndarray).
+
+    scipy.optimize.minimize's signature without jac, hess and hessp, which
+    come from f's recording: the value and gradient from one C replay,
+    exact Hessian-vector products for 'Newton-CG', 'trust-ncg',
+    'trust-krylov' and 'trust-constr'.  Returns scipy's OptimizeResult, x
+    with x0's shape.  method='lbfgs' is a built-in L-BFGS that runs in C
+    and needs no scipy (options maxiter, m, gtol, ftol, maxls; tol sets
+    gtol).
+    """
+    space = _Space(x0)
+    if isinstance(method, str) and method.lower() == "lbfgs":
+        if bounds is not None:
+            raise ValueError("minimize: method='lbfgs' takes no bounds; use "
+                             "method='L-BFGS-B' for bounds")
+        return _lbfgs(f, space, tol, options, callback)
+    return _scipy_minimize(f, space, method, bounds, tol, options, callback)
+
+
+# -- scipy's methods ------------------------------------------------------------
+
+def _scipy_minimize(f, space, method, bounds, tol, options, callback):
+    try:
+        import scipy.optimize
+    except ImportError as exc:
+        raise ImportError(
+            f"minimize(method={method!r}) runs scipy.optimize.minimize, and "
+            "scipy is not installed: pip install 'pyautodiff[scipy]' (or pip "
+            "install scipy); method='lbfgs' needs no scipy") from exc
+    objective = _Recording(f, space)
+    name = method.lower() if isinstance(method, str) else None
+    if name in DERIVATIVE_FREE:
+        kwargs = {"fun": objective.value}
+    else:
+        kwargs = {"fun": objective.value_and_grad, "jac": True}
+    if name in HESSP_METHODS:
+        kwargs["hessp"] = objective.hessp
+    elif name in HESS_METHODS:
+        kwargs["hess"] = objective.hess
+    res = scipy.optimize.minimize(
+        x0=space.x0.copy(), method=method, bounds=bounds, tol=tol,
+        options=options, callback=_scipy_callback(callback, space), **kwargs)
+    n = space.x0.size
+    res.x = space.arg(res.x)
+    jac = res.get("jac")
+    if isinstance(jac, np.ndarray) and jac.size == n:
+        res.jac = space.arg(jac)
+    return res
+
+
+def _scipy_callback(callback, space):
+    """callback as scipy calls it, with x in x0's shape."""
+    if callback is None or space.flat_input:
+        return callback
+    if _takes_intermediate_result(callback):
+        def in_shape(intermediate_result):
+            result = type(intermediate_result)(intermediate_result)
+            result.x = space.arg(result.x)
+            return callback(intermediate_result=result)
+        return in_shape
+
+    def in_shape(xk, *rest):
+        return callback(space.arg(xk), *rest)
+    return in_shape
+
+
+# -- method='lbfgs': L-BFGS in C ------------------------------------------------
+
+def _lbfgs_options(tol, options):
+    opts = dict(LBFGS_OPTIONS)
+    given = dict(options or {})
+    unknown = sorted(set(given) - set(opts))
+    if unknown:
+        raise TypeError(f"minimize(method='lbfgs'): unknown option "
+                        f"{unknown[0]!r}; the options are "
+                        f"{', '.join(LBFGS_OPTIONS)}")
+    if tol is not None and "gtol" not in given:
+        given["gtol"] = tol
+    opts.update(given)
+    for name in ("maxiter", "m", "maxls"):
+        v = opts[name]
+        if isinstance(v, bool) or not isinstance(v, numbers.Integral):
+            raise TypeError(f"minimize: option {name} must be an int, not "
+                            f"{type(v).__name__}")
+        lowest = 0 if name == "maxiter" else 1
+        if v < lowest:
+            raise ValueError(f"minimize: option {name} must be at least "
+                             f"{lowest}, not {v}")
+        opts[name] = int(v)
+    for name in ("gtol", "ftol"):
+        v = opts[name]
+        if isinstance(v, bool) or not isinstance(v, numbers.Real):
+            raise TypeError(f"minimize: {name} must be a number, not "
+                            f"{type(v).__name__}")
+        if not v >= 0:
+            raise ValueError(f"minimize: {name} must be >= 0, not {v}")
+        opts[name] = float(v)
+    return opts
+
+
+def _view(pointer, n):
+    """n doubles of the minimizer's state as an ndarray (no copy)."""
+    return np.frombuffer(ffi.buffer(pointer, 8 * n))
+
+
+def _attach(o, rec):
+    """Point the minimizer at recording rec; returns what must stay alive
+    while it does."""
+    trace = rec.trace
+    tape = trace.tape
+    tape._check_open()
+    tape.flush()
+    tape.sweep_mode = _core.SWEEP_ACCUM      # the extern rules read it
+    leaves = np.array([node._i for node in trace.leaves[0]], np.int64)
+    array_idx = np.array([node._i for node, _, _ in rec._array_guards], np.int64)
+    expected = [np.ascontiguousarray(e, dtype=np.float64).reshape(-1)
+                for _, e, _ in rec._array_guards]
+    buffers = [ffi.from_buffer("double[]", e) for e in expected]
+    keep = (rec, leaves, array_idx, expected, buffers,
+            ffi.new("double *[]", buffers or [ffi.NULL]))
+    o.tape = tape._c
+    o.output = trace.output_entry()
+    o.nleaves = len(leaves)
+    o.leaf = ffi.from_buffer("int64_t[]", leaves)
+    o.nguards, o.guard_idx, o.guard_expected = rec._guard_args
+    o.narray_guards = len(expected)
+    o.array_guard_idx = ffi.from_buffer("int64_t[]", array_idx)
+    o.array_guard_expected = keep[-1]
+    return keep
+
+
+def _lbfgs(f, space, tol, options, callback):
+    opts = _lbfgs_options(tol, options)
+    n = space.x0.size
+    problem = _Recording(f, space, opts["m"])
+    o = problem.o
+    o.maxiter, o.maxls = opts["maxiter"], opts["maxls"]
+    o.gtol, o.ftol = opts["gtol"], opts["ftol"]
+    o.pause = 1 if callback is not None else 0   # back to Python per iteration
+    x, g = _view(o.x, n), _view(o.g, n)
+    x[:] = space.x0
+    status = message = None
+    while status is None:
+        if problem.constant:
+            # this recording's f is a number that does not depend on x
+            o.f = problem.rec.trace.scalar_output()[1]
+            g[:] = 0.0
+            if problem.recordings == 1:
+                status, message = 0, "converged: f does not depend on x"
+            else:
+                x[:] = problem.recorded_at
+                status, message = 2, ("stopped: f returned a constant at the "
+                                      "point reached, with no dependence on x")
+            break
+        seen = o.nit
+        while True:
+            problem.check(lib.ad_lbfgs_run(o))
+            if callback is not None and o.nit > seen:
+                seen = o.nit
+                if _call(callback, space, x, o.f):
+                    status = STOPPED_BY_CALLBACK
+                    message = "stopped: the callback raised StopIteration"
+                    break
+            if o.status != lib.AD_LBFGS_RUNNING:
+                break
+        if status is not None:
+            break
+        if o.status == lib.AD_LBFGS_GUARD:
+            problem.record_at(_view(o.xt, n))    # and go on from there
+            continue
+        status = _STATUS[o.status]
+        message = _MESSAGES.get(o.status) or _nonfinite_message(o.f)
+    return OptimizeResult(
+        x=space.arg(x), fun=float(o.f), jac=space.arg(g), nit=int(o.nit),
+        # a recording evaluates f too; the gradients all come from C
+        nfev=int(o.nfev) + problem.recordings, njev=int(o.nfev),
+        status=status, success=status == 0, message=message)
+
+
+def _nonfinite_message(f0):
+    if not np.isfinite(f0):
+        return f"failed: f(x0) is {f0}, not a finite number"
+    return "failed: the gradient of f at x0 has nan or inf components"
+
+
+def _call(callback, space, x, fun):
+    """Call the user's callback after an iteration; True to stop."""
+    xk = space.arg(x)
+    try:
+        if _takes_intermediate_result(callback):
+            callback(intermediate_result=OptimizeResult(x=xk, fun=float(fun)))
+        else:
+            callback(xk)
+    except StopIteration:
+        return True
+    return False
