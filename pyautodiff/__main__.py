@@ -1,4 +1,5 @@
-"""python -m pyautodiff: train micrograd's moons MLP and show the speed-up."""
-from .demo import main
+"""python -m pyautodiff: a short tour (pyautodiff/demo.py): micrograd's moons
+MLP with its speed-up, then an optimization with exact derivatives."""
+from .demo import tour
 
-main()
+tour()

@@ -82,3 +82,12 @@ def _have_scipy():
     except ImportError:
         return False
     return True
+
+
+def test_the_tour_s_optimization_part():
+    from pyautodiff.demo import optimization_demo
+    lines = []
+    res = optimization_demo(n=10, out=lines.append)
+    assert res.success and abs(res.x - 1).max() < 1e-4
+    text = "\n".join(lines)
+    assert "iteration" in text and "eigenvalues" in text and "replayed" in text
