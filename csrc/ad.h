@@ -69,6 +69,8 @@ enum ad_op {
     AD_LE,      /* a b     v = a <= b                no derivative              */
     AD_EQ,      /* a b     v = a == b                no derivative              */
     AD_NE,      /* a b     v = a != b                no derivative              */
+    AD_SQUARE,  /* a       v = a * a (an Array's a**2, as NumPy computes it)
+                                                 ga += 2*a*g                   */
     AD_SUM,     /* a       v = sum(a over the dims v has as 1) / c   ga += g/c */
     AD_MAX,     /* a       v = max(a over the dims v has as 1)  g split among ties */
     AD_MIN,     /* a       v = min(a over the dims v has as 1)  g split among ties */

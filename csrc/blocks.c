@@ -82,27 +82,46 @@ static void broadcast_strides(int64_t *stride, int nd, const int64_t *shape,
 void ad_iter_init(ad_iter *it, int nd, const int64_t *shape,
                   const ad_view *o, const ad_view *a, const ad_view *b)
 {
-    it->nd = nd;
-    it->size = 1;
-    for (int d = 0; d < nd; ++d) {
-        it->shape[d] = shape[d];
-        it->size *= shape[d];
-    }
-    broadcast_strides(it->so, nd, shape, o->ndim, o->shape);
-    broadcast_strides(it->sa, nd, shape, a->ndim, a->shape);
+    int64_t so[AD_MAXDIM], sa[AD_MAXDIM], sb[AD_MAXDIM];
+    broadcast_strides(so, nd, shape, o->ndim, o->shape);
+    broadcast_strides(sa, nd, shape, a->ndim, a->shape);
     if (b)
-        broadcast_strides(it->sb, nd, shape, b->ndim, b->shape);
+        broadcast_strides(sb, nd, shape, b->ndim, b->shape);
     else
-        memset(it->sb, 0, sizeof it->sb);
-    /* flat when every side steps like a C-contiguous array of `shape` */
-    int64_t s = 1;
-    it->flat = 1;
-    for (int d = nd - 1; d >= 0; --d) {
-        if (shape[d] != 1 && (it->so[d] != s || it->sa[d] != s ||
-                              (b && it->sb[d] != s)))
-            it->flat = 0;
-        s *= shape[d];
+        memset(sb, 0, sizeof sb);
+    it->size = 1;
+    for (int d = 0; d < nd; ++d)
+        it->size *= shape[d];
+    /* Merge dimension d into the one kept before it where every side steps
+     * over the pair as over one dimension; dimensions of size 1 go.      */
+    int m = 0;
+    for (int d = 0; d < nd; ++d) {
+        if (shape[d] == 1)
+            continue;
+        if (m > 0 && so[d] * shape[d] == it->so[m - 1]
+                  && sa[d] * shape[d] == it->sa[m - 1]
+                  && sb[d] * shape[d] == it->sb[m - 1]) {
+            it->shape[m - 1] *= shape[d];
+            it->so[m - 1] = so[d];
+            it->sa[m - 1] = sa[d];
+            it->sb[m - 1] = sb[d];
+            continue;
+        }
+        it->shape[m] = shape[d];
+        it->so[m] = so[d];
+        it->sa[m] = sa[d];
+        it->sb[m] = sb[d];
+        ++m;
     }
+    if (m == 0) {               /* one element (or a 0-d array) */
+        it->shape[0] = 1;
+        it->so[0] = it->sa[0] = it->sb[0] = 0;
+        m = 1;
+    }
+    it->nd = m;
+    it->unit = it->so[m - 1] == 1 && it->sa[m - 1] == 1 && it->sb[m - 1] == 1;
+    if (!b)                     /* no second operand: its offsets are unused */
+        it->unit = it->so[m - 1] == 1 && it->sa[m - 1] == 1;
 }
 
 /* Does an operand of shape (ondim, oshape) broadcast to (nd, shape)? */

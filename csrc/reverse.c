@@ -38,7 +38,8 @@ static int hands_float(const ad_tape *t, int64_t i, int k)
     case AD_SIGMOID: case AD_SIN: case AD_COS: case AD_SQRT: case AD_SUM:
     case AD_RESHAPE: case AD_EXTERN: case AD_MAXIMUM: case AD_MINIMUM:
     case AD_SELECT: case AD_MAX: case AD_MIN: case AD_GATHER: case AD_SCATTER:
-    case AD_LT: case AD_LE: case AD_EQ: case AD_NE: case AD_NUM_OPS:
+    case AD_LT: case AD_LE: case AD_EQ: case AD_NE: case AD_SQUARE:
+    case AD_NUM_OPS:
         return 1;
     }
     return 1;
@@ -97,31 +98,42 @@ static int reverse_array(ad_tape *t, double *g, int64_t i, int check)
             for (int64_t k = 0; k < bk->nmap; ++k)
                 a.adj[k] += o.adj[bk->map[k]];
     } else {
-        /* a constant operand has no adjoint: its share goes to a sink */
-        double sink = 0.0;
+        /* A constant operand has no adjoint block: the loop for a binary
+         * op with one leaves it out.  A zero adjoint contributes exactly
+         * nothing (ad_azmul), branch-free so the loops vectorise.         */
         const int avar = (t->flags[t->a[i]] & AD_FLAG_VARIABLE) != 0;
         const int bvar = t->b[i] >= 0 && (t->flags[t->b[i]] & AD_FLAG_VARIABLE);
         ad_iter_init(&it, o.ndim, o.shape, &o, &a, &b);
+        double *const ga = a.adj, *const gb = b.adj;
+        const double *const gv = o.adj, *const xv = a.val, *const yv = b.val,
+                     *const vv = o.val;
         switch ((enum ad_op)op) {
-#define GA (*(avar ? &a.adj[ka] : &sink))
-#define GB (*(bvar ? &b.adj[kb] : &sink))
+#define OPERANDS                                                             \
+            const double g = gv[ko], x = xv[ka], y = yv[kb], v = vv[ko];     \
+            (void)x; (void)y; (void)v; (void)c
 #define ARRAY_CASE(OP, AR, EXPR, DA, DB, DAA, DAB, DBB)                      \
         case OP:                                                             \
-            AD_ITERATE(&it, {                                                \
-                double g = o.adj[ko];                                        \
-                if (g != 0.0) {         /* zero adjoints stay zero */        \
-                    double x = a.val[ka], y = b.val[kb], v = o.val[ko];      \
-                    (void)x; (void)y; (void)v; (void)c;                      \
-                    GA += (DA) * g;                                          \
+            if (AR == 1 || (avar && bvar))                                   \
+                AD_ITERATE(&it, {                                            \
+                    OPERANDS;                                                \
+                    ga[ka] += ad_azmul((DA), g);                             \
                     if (AR == 2)                                             \
-                        GB += (DB) * g;                                      \
-                }                                                            \
-            });                                                              \
+                        gb[kb] += ad_azmul((DB), g);                         \
+                });                                                          \
+            else if (avar)                                                   \
+                AD_ITERATE(&it, {                                            \
+                    OPERANDS;                                                \
+                    ga[ka] += ad_azmul((DA), g);                             \
+                });                                                          \
+            else                                                             \
+                AD_ITERATE(&it, {                                            \
+                    OPERANDS;                                                \
+                    gb[kb] += ad_azmul((DB), g);                             \
+                });                                                          \
             break;
         AD_ELEMENTWISE_RULES(ARRAY_CASE)
 #undef ARRAY_CASE
-#undef GA
-#undef GB
+#undef OPERANDS
         case AD_LEAF: case AD_SUM: case AD_MAX: case AD_MIN: case AD_RESHAPE:
         case AD_GATHER: case AD_SCATTER: case AD_EXTERN: case AD_NUM_OPS:
             break;

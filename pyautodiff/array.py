@@ -194,6 +194,7 @@ class Array:
 
 
 _LEAF = OPS["LEAF"]
+_SQUARE = OPS["SQUARE"]      # a ** 2, computed as NumPy does: a * a
 
 
 def _values_pointer(t, arr):
@@ -285,7 +286,8 @@ def _binary(self, other, name):
     reflected = vv_op is None
     if isinstance(other, numbers.Real) and not isinstance(other, (bool, np.bool_)):
         c = -float(other) if cexpr == "-other" else float(other)
-        return _new(Array, t, OPS[vc_op], _operand(self, t)[0], -1, c, self._d.shape,
+        op = _SQUARE if vc_op == "POWC" and c == 2.0 else OPS[vc_op]
+        return _new(Array, t, op, _operand(self, t)[0], -1, c, self._d.shape,
                     lambda: _detached_binary(self, other, name), same_shape=True)
     if not isinstance(other, (Array, Value, np.ndarray, list, tuple)):
         return NotImplemented
