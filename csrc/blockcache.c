@@ -14,6 +14,9 @@
 
 #define CACHE_SLOTS 64
 #define CACHE_BYTES ((size_t)256 << 20)
+/* Smaller blocks are not kept: malloc reuses them well, and a small
+ * array's sweep should not pay for the lock and the search.             */
+#define CACHE_MIN_BYTES ((size_t)4096)
 
 static struct { double *p; size_t bytes; } cache[CACHE_SLOTS];
 static size_t cached_bytes;
@@ -23,6 +26,8 @@ double *ad_block_calloc(int64_t count)
 {
     size_t bytes = (size_t)(count > 0 ? count : 1) * sizeof(double);
     double *p = 0;
+    if (bytes < CACHE_MIN_BYTES)
+        return calloc(1, bytes);
     pthread_mutex_lock(&cache_lock);
     for (int k = 0; k < CACHE_SLOTS; ++k)
         if (cache[k].p && cache[k].bytes == bytes) {
@@ -44,8 +49,12 @@ void ad_block_release(double *p, int64_t count)
     if (!p)
         return;
     size_t bytes = (size_t)(count > 0 ? count : 1) * sizeof(double);
+    if (bytes < CACHE_MIN_BYTES) {
+        free(p);
+        return;
+    }
     pthread_mutex_lock(&cache_lock);
-    if (bytes >= 4096 && cached_bytes + bytes <= CACHE_BYTES)
+    if (cached_bytes + bytes <= CACHE_BYTES)
         for (int k = 0; k < CACHE_SLOTS; ++k)
             if (!cache[k].p) {
                 cache[k].p = p;

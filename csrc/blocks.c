@@ -79,9 +79,32 @@ static void broadcast_strides(int64_t *stride, int nd, const int64_t *shape,
     }
 }
 
+static int same_shape(const ad_view *v, int nd, const int64_t *shape)
+{
+    if (v->ndim != nd)
+        return 0;
+    for (int d = 0; d < nd; ++d)
+        if (v->shape[d] != shape[d])
+            return 0;
+    return 1;
+}
+
 void ad_iter_init(ad_iter *it, int nd, const int64_t *shape,
                   const ad_view *o, const ad_view *a, const ad_view *b)
 {
+    /* Every side of `shape` itself (the common case): one flat loop. */
+    int64_t size = 1;
+    for (int d = 0; d < nd; ++d)
+        size *= shape[d];
+    if (same_shape(o, nd, shape) && same_shape(a, nd, shape) &&
+        (!b || same_shape(b, nd, shape))) {
+        it->nd = 1;
+        it->unit = 1;
+        it->size = size;
+        it->shape[0] = size;
+        it->so[0] = it->sa[0] = it->sb[0] = 1;
+        return;
+    }
     int64_t so[AD_MAXDIM], sa[AD_MAXDIM], sb[AD_MAXDIM];
     broadcast_strides(so, nd, shape, o->ndim, o->shape);
     broadcast_strides(sa, nd, shape, a->ndim, a->shape);
@@ -89,9 +112,7 @@ void ad_iter_init(ad_iter *it, int nd, const int64_t *shape,
         broadcast_strides(sb, nd, shape, b->ndim, b->shape);
     else
         memset(sb, 0, sizeof sb);
-    it->size = 1;
-    for (int d = 0; d < nd; ++d)
-        it->size *= shape[d];
+    it->size = size;
     /* Merge dimension d into the one kept before it where every side steps
      * over the pair as over one dimension; dimensions of size 1 go.      */
     int m = 0;

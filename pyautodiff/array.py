@@ -197,67 +197,126 @@ _LEAF = OPS["LEAF"]
 _SQUARE = OPS["SQUARE"]      # a ** 2, computed as NumPy does: a * a
 
 
+# Looked up once: the recording path runs these for every operation.
+_DOUBLES = ffi.typeof("double[]")
+_from_buffer = ffi.from_buffer
+_empty = np.empty
+_object_new = object.__new__
+_array_append = lib.ad_array_append
+_NULL = ffi.NULL
+
+
 def _values_pointer(t, arr):
-    """arr's memory for the C tape (a valid pointer even when arr is empty)."""
+    """arr's memory for the C tape (a valid pointer even when arr is empty).
+    C writes only the values of results, which are fresh arrays; a leaf's
+    values (an imported Array's may be read-only) are only read."""
     if arr.size:
-        return ffi.from_buffer("double[]", arr, require_writable=True)
+        return _from_buffer(_DOUBLES, arr)
     val = ffi.new("double[1]")        # never read
     t.keep_alive(val)
     return val
 
 
-def _append(t, obj, op, a, b, imm, arr, variable=True, same_shape=False):
+# Small results are rows of a read-only block of _POOL_ROWS of one shape:
+# a view costs less than a new array, its memory address, and making it
+# read-only.  A row keeps its block alive, so only small ones are pooled.
+_POOL_ROWS = 64
+_POOL_MAX = 64           # elements
+
+
+def _pool_block(t, shape):
+    """A fresh block of rows of this shape: [rows, address, next row, size],
+    or False where a row would be too big to pool."""
+    size = 1
+    for n in shape:
+        size *= n
+    if not shape or not 0 < size <= _POOL_MAX:
+        t.pools[shape] = False
+        return False
+    rows = np.empty((_POOL_ROWS,) + shape)
+    rows.setflags(write=False)        # C writes through the address only
+    t.pools[shape] = block = [rows, _from_buffer(_DOUBLES, rows), 0, size]
+    return block
+
+
+def _append(t, obj, op, a, b, imm, arr, variable=True, same_shape=False,
+            index_map=None, shape=None):
     """Record entry (op, a, b, imm) on the open tape t with values in arr (C
     computes them) as obj, which becomes an Array on t.  A leaf is a
     variable (it gets gradients) or a constant.  same_shape: arr has operand
-    a's shape, which C then takes from a (no shape to pass)."""
+    a's shape, which C then takes from a (no shape to pass).  A gather or
+    scatter passes its index_map (flat int64 indices).  arr None: a result
+    of this shape, in memory found here.
+
+    Every array operation runs this, so it is one function: a chain of
+    small-array operations costs what this path costs."""
     if len(t.nodes) != t.nflushed:
         t.flush()                     # entries below must be in C first
-    val = _values_pointer(t, arr)
+    pooled = False
+    if arr is None:
+        block = t.pools.get(shape)
+        if block is None or (block and block[2] == _POOL_ROWS):
+            block = _pool_block(t, shape)
+        if block:
+            j = block[2]
+            block[2] = j + 1
+            arr = block[0][j]
+            val = block[1] + j * block[3]
+            pooled = True
+        else:
+            arr = _empty(shape)
+    if not pooled:
+        val = _from_buffer(_DOUBLES, arr) if arr.size else _values_pointer(t, arr)
     if same_shape:
-        status = lib.ad_array_append(t._c, op, a, b, imm, val, -1, ffi.NULL)
+        status = _array_append(t._c, op, a, b, imm, val, -1, _NULL)
     else:
         shape = ffi.new("int64_t[]", arr.shape or (0,))
-        if op == _LEAF:
+        if index_map is not None:
+            cmap = _from_buffer("int64_t[]", index_map) if index_map.size else _NULL
+            status = lib.ad_array_append_map(t._c, op, a, val, arr.ndim, shape,
+                                             cmap, index_map.size)
+        elif op == _LEAF:
             status = lib.ad_array_leaf(t._c, val, arr.ndim, shape, variable)
         else:
-            status = lib.ad_array_append(t._c, op, a, b, imm, val, arr.ndim, shape)
+            status = _array_append(t._c, op, a, b, imm, val, arr.ndim, shape)
     if status:
         _core.check(status, t._c)
-    return _keep_result(t, obj, op, arr)
-
-
-def _keep_result(t, obj, op, arr):
-    """obj becomes the Array of the entry just appended to t's C tape."""
+    # obj becomes the Array of the entry just appended
     obj._d = arr
     obj._t = t
-    obj._i = len(t.nodes)
-    t.nodes.append(obj)
-    t.nflushed += 1
-    if op != _LEAF:
-        arr.flags.writeable = False   # the tape's record of a result
+    nodes = t.nodes
+    obj._i = i = len(nodes)
+    nodes.append(obj)
+    t.nflushed = i + 1                # flushed above
+    if op != _LEAF and not pooled:
+        arr.setflags(write=False)     # the tape's record of a result
     t.array_elems += arr.size
     if t.array_elems > t.compact_elems:
         t.compact()                   # big arrays fill memory before entries do
-    if obj._i >= t.limit:
+    if i >= t.limit:
         t.spill()                     # room in the record buffer, as scalars do
     return obj
 
 
 def _new(cls, t, op, a, b, imm, shape, numpy_equivalent=None, same_shape=False):
-    """A new result entry.  Where it holds a NaN or an infinity, anomaly
-    mode names the op; otherwise numpy_equivalent() runs the same operation
-    in NumPy, for NumPy's own warnings under np.errstate (log(0), 1/0 ...)."""
-    out = _append(t, object.__new__(cls), op, a, b, imm, np.empty(shape),
-                  same_shape=same_shape)
+    """A new result entry (see _checked)."""
+    out = _append(t, object.__new__(cls), op, a, b, imm, None,
+                  same_shape=same_shape, shape=tuple(shape))
     if t._c.last_nonfinite:
-        if state.anomaly:
-            kind = "nan" if np.isnan(out._d).any() else "inf"
-            raise FloatingPointError(f"{_core.OP_NAMES[op]} at tape index "
-                                     f"{out._i} produced {kind}")
-        if numpy_equivalent is not None:
-            numpy_equivalent()
+        _nonfinite(out, op, numpy_equivalent)
     return out
+
+
+def _nonfinite(out, op, numpy_equivalent):
+    """A result just recorded holds a NaN or an infinity: anomaly mode names
+    the op; otherwise numpy_equivalent() runs the same operation in NumPy,
+    for NumPy's own warnings under np.errstate (log(0), 1/0 ...)."""
+    if state.anomaly:
+        kind = "nan" if np.isnan(out._d).any() else "inf"
+        raise FloatingPointError(f"{_core.OP_NAMES[op]} at tape index "
+                                 f"{out._i} produced {kind}")
+    if numpy_equivalent is not None:
+        numpy_equivalent()
 
 
 def _operand(x, t):
@@ -377,17 +436,60 @@ def _detached_binary(self, other, name):
     return _detached(_NUMPY_BINARY[name](self._d, _plain(other)))
 
 
+def _binary_method(name):
+    """Array's operator `name`.  The common cases (an Array of the same
+    shape on the same tape, a Python number) go straight to _new, the rest
+    through _binary: a chain of small-array operations costs what this
+    path costs."""
+    vv_op, vc_op, cexpr = BINARY[name]
+    vv = OPS[vv_op] if vv_op else None
+    vc, negate, powc = OPS[vc_op], cexpr == "-other", vc_op == "POWC"
+
+    def method(self, other):
+        t = state.rec
+        if self._t is t and t is not NO_GRAD:
+            cls = other.__class__
+            if cls is float or cls is int:
+                c = -float(other) if negate else float(other)
+                op = _SQUARE if powc and c == 2.0 else vc
+                out = _append(t, _object_new(Array), op, self._i, -1, c,
+                              None, True, True, None, self._d.shape)
+            elif cls is Array and vv is not None and other._d.shape == self._d.shape:
+                b = other._i if other._t is t else t.adopt(other)._i
+                op = vv
+                out = _append(t, _object_new(Array), op, self._i, b, 0.0,
+                              None, True, True, None, self._d.shape)
+            else:
+                return _binary(self, other, name)
+            if t._c.last_nonfinite:
+                _nonfinite(out, op, lambda: _detached_binary(self, other, name))
+            return out
+        return _binary(self, other, name)
+    method.__name__ = name
+    return method
+
+
+def _unary_method(name):
+    op, numpy_fn = OPS[UNARY[name]], NUMPY_UNARY[name]
+
+    def method(self):
+        t = state.rec
+        if self._t is t and t is not NO_GRAD:
+            out = _append(t, _object_new(Array), op, self._i, -1, 0.0, None,
+                          True, True, None, self._d.shape)
+            if t._c.last_nonfinite:
+                _nonfinite(out, op, lambda: numpy_fn(self._d))
+            return out
+        return _unary(self, name)
+    method.__name__ = name
+    return method
+
+
 def _install():
     for name in BINARY:
-        def method(self, other, _name=name):
-            return _binary(self, other, _name)
-        method.__name__ = name
-        setattr(Array, name, method)
+        setattr(Array, name, _binary_method(name))
     for name in UNARY:
-        def method(self, _name=name):
-            return _unary(self, _name)
-        method.__name__ = name
-        setattr(Array, name, method)
+        setattr(Array, name, _unary_method(name))
 
 
 _install()
@@ -456,15 +558,9 @@ def _gather(self, select):
 
 def _mapped(t, op, a, shape, index_map):
     index_map = np.ascontiguousarray(index_map, dtype=np.int64).reshape(-1)
-    arr = np.empty(shape)
     t._check_open()
-    t.flush()
-    cmap = ffi.from_buffer("int64_t[]", index_map) if index_map.size else ffi.NULL
-    status = lib.ad_array_append_map(
-        t._c, op, a, _values_pointer(t, arr), arr.ndim,
-        ffi.new("int64_t[]", arr.shape or (0,)), cmap, index_map.size)
-    _core.check(status, t._c)
-    return _keep_result(t, object.__new__(Array), op, arr)
+    return _append(t, object.__new__(Array), op, a, -1, 0.0, np.empty(shape),
+                   index_map=index_map)
 
 
 def _scatter(x, shape, positions):

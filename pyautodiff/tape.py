@@ -132,7 +132,7 @@ class Tape:
                  "parent", "imports", "compact_at", "_tokens", "_frozen",
                  "custom", "_entered", "_kept", "array_elems", "compact_elems",
                  "_frozen_arrays", "externs", "sweep_mode", "callback_error",
-                 "guards", "__weakref__")
+                 "guards", "pools", "__weakref__")
 
     def __init__(self):
         self._c = _core.new_tape()
@@ -148,6 +148,7 @@ class Tape:
         self.compact_elems = COMPACT_MIN_ELEMENTS
         self.custom = 0          # nodes whose derivative rule is Python code
         self._kept = []          # cdata the C tape points into
+        self.pools = {}          # shape -> block of small results (array.py)
         self._frozen_arrays = {}
         self.externs = {}        # entry -> rule of an AD_EXTERN entry
         self.sweep_mode = _core.SWEEP_ACCUM
@@ -568,6 +569,7 @@ class Tape:
         self.buf = bytearray()
         self.imports = {}
         self.externs = {}
+        self.pools = {}
         self.parent = None
         self._c = None
         self.limit = -1
