@@ -144,6 +144,9 @@ typedef struct ad_block {
     int64_t nmap;
     int64_t size;
     int32_t ndim;
+    int32_t adj_unset;  /* adj handed to this sweep and not yet written: it
+                           reads as zeros, and its first writer may assign
+                           instead of adding to a memset block          */
     int64_t shape[AD_MAXDIM];
 } ad_block;
 
@@ -202,6 +205,12 @@ int ad_array_append_map(ad_tape *t, int op, int64_t a, double *val,
 double *ad_array_grad(ad_tape *t, int64_t i);
 double *ad_entry_adjoint(ad_tape *t, int64_t i, int mode);
 int ad_array_zero_grad(ad_tape *t, int64_t i);
+/* Memory for the values of a large Array (count doubles, uninitialised),
+ * from the cache of freed blocks, so that a buffer made anew every step
+ * costs no page faults; NULL when out of memory.  Give it back with
+ * ad_buffer_release and the same count.                                  */
+double *ad_buffer_alloc(int64_t count);
+void ad_buffer_release(double *p, int64_t count);
 
 int ad_forward(ad_tape *t, int64_t lo, int64_t hi, int check);
 int ad_backward(ad_tape *t, int64_t nseeds, const int64_t *idx,

@@ -41,6 +41,8 @@ double *ad_entry_scratch(ad_tape *t, int64_t i, int which)
         return base ? &base[i] : 0;
     }
     ad_block *bk = &t->blk[t->aux[i]];
+    if (which == 0)
+        ad_adjoint_settle(t, i);
     return which == 0 ? bk->adj : which == 1 ? bk->tan : bk->dadj;
 }
 
@@ -53,6 +55,8 @@ int ad_scratch_zero(ad_tape *t, int64_t i, int which)
     }
     ad_block *bk = &t->blk[t->aux[i]];
     double **p = which == 0 ? &bk->adj : which == 1 ? &bk->tan : &bk->dadj;
+    if (which == 0)
+        bk->adj_unset = 0;
     if (*p)
         memset(*p, 0, (size_t)bk->size * sizeof(double));
     else if (!(*p = ad_block_calloc(bk->size)))
@@ -87,6 +91,11 @@ static int same_shape(const ad_view *v, int nd, const int64_t *shape)
         if (v->shape[d] != shape[d])
             return 0;
     return 1;
+}
+
+int ad_same_shape(const ad_view *x, const ad_view *y)
+{
+    return same_shape(x, y->ndim, y->shape);
 }
 
 void ad_iter_init(ad_iter *it, int nd, const int64_t *shape,
@@ -388,30 +397,50 @@ double *ad_entry_adjoint(ad_tape *t, int64_t i, int mode)
     double *p = mode == AD_SWEEP_INPLACE ? bk->grad : bk->adj;
     if (!p && ad_block_prepare(t, i, mode) != AD_OK)
         return 0;
-    return mode == AD_SWEEP_INPLACE ? bk->grad : bk->adj;
+    if (mode == AD_SWEEP_INPLACE)
+        return bk->grad;
+    ad_adjoint_settle(t, i);
+    return bk->adj;
 }
 
 /* The adjoint and gradient blocks of array entry i, allocated on first
- * use; a fresh sweep (ACCUM) zeroes the adjoints.                          */
+ * use; a fresh sweep (ACCUM) starts with the adjoints unset (zero).        */
 int ad_block_prepare(ad_tape *t, int64_t i, int mode)
 {
     if (t->aux[i] < 0)
         return AD_OK;
     ad_block *bk = &t->blk[t->aux[i]];
-    size_t bytes = (size_t)(bk->size ? bk->size : 1) * sizeof(double);
     if (mode == AD_SWEEP_INPLACE) {
         /* in place, the sweep runs through grad itself */
         if (!bk->grad && !(bk->grad = ad_block_calloc(bk->size)))
             return ad_fail(t, AD_ENOMEM, i, "out of memory for gradients");
         return AD_OK;
     }
-    if (!bk->adj) {
-        if (!(bk->adj = ad_block_calloc(bk->size)))     /* zeroed */
-            return ad_fail(t, AD_ENOMEM, i, "out of memory for adjoints");
-    } else {
-        memset(bk->adj, 0, bytes);
-    }
+    /* not zeroed here: the first kernel to write it zeroes it or, where
+     * it writes every element, assigns (ad_adjoint_claim) */
+    if (!bk->adj && !(bk->adj = ad_buffer_alloc(bk->size)))
+        return ad_fail(t, AD_ENOMEM, i, "out of memory for adjoints");
+    bk->adj_unset = 1;
     return AD_OK;
+}
+
+int ad_adjoint_claim(ad_tape *t, int64_t j, int can_assign)
+{
+    if (j < 0 || t->aux[j] < 0)
+        return 0;
+    ad_block *bk = &t->blk[t->aux[j]];
+    if (!bk->adj_unset)
+        return 0;
+    bk->adj_unset = 0;
+    if (can_assign)
+        return 1;
+    memset(bk->adj, 0, (size_t)bk->size * sizeof(double));
+    return 0;
+}
+
+void ad_adjoint_settle(ad_tape *t, int64_t j)
+{
+    (void)ad_adjoint_claim(t, j, 0);
 }
 
 double *ad_array_grad(ad_tape *t, int64_t i)

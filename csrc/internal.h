@@ -66,6 +66,7 @@ typedef struct ad_view {
 } ad_view;
 
 ad_view ad_entry_view(ad_tape *t, int64_t j, double *scalar_adj);
+int ad_same_shape(const ad_view *x, const ad_view *y);
 void ad_iter_init(ad_iter *it, int nd, const int64_t *shape,
                   const ad_view *o, const ad_view *a, const ad_view *b);
 
@@ -174,5 +175,13 @@ static inline uint8_t ad_inherited_flags(const ad_tape *t, int op, int64_t a,
     return f;
 }
 int ad_block_prepare(ad_tape *t, int64_t i, int mode);
+/* Before a reverse kernel adds into entry j's adjoint block: returns 1
+ * when the block is still unset and the kernel writes each of its
+ * elements exactly once (can_assign), which then reads the old value as
+ * 0 without loading it; otherwise zeroes an unset block now and returns
+ * 0.  Scalar entries (their adjoints are zeroed per sweep): 0.          */
+int ad_adjoint_claim(ad_tape *t, int64_t j, int can_assign);
+/* Entry j's adjoint zeroed if it is still unset, for readers. */
+void ad_adjoint_settle(ad_tape *t, int64_t j);
 
 #endif

@@ -16,7 +16,7 @@ try:
 except ImportError:          # NumPy < 2
     from numpy.core.numeric import normalize_axis_tuple
 
-from . import _core
+from . import _core, buffers
 from ._core import TapeError, ffi, lib
 from .tape import NO_GRAD, current_tape, recording_tape, state
 from .value import BINARY, UNARY, Value
@@ -31,7 +31,10 @@ def _as_float_array(data):
     if arr.dtype.kind not in "biuf":
         raise TypeError("Array() takes real numbers (bool, int or float "
                         f"data), not {arr.dtype} data")
-    return np.array(arr, dtype=np.float64, order="C", copy=True)
+    if arr.size < buffers.BUFFER_MIN:
+        return np.array(arr, dtype=np.float64, order="C", copy=True)
+    return buffers.copy(arr)
+
 
 
 def _broadcast_shape(op, a, b):
@@ -90,7 +93,7 @@ class Array:
         p = lib.ad_array_grad(t._c, self._i)
         if p == ffi.NULL:
             return np.zeros(shape)
-        return np.frombuffer(ffi.buffer(p, 8 * self._d.size)).reshape(shape).copy()
+        return buffers.copy(np.frombuffer(ffi.buffer(p, 8 * self._d.size)).reshape(shape))
 
     @grad.setter
     def grad(self, value):
@@ -200,7 +203,6 @@ _SQUARE = OPS["SQUARE"]      # a ** 2, computed as NumPy does: a * a
 # Looked up once: the recording path runs these for every operation.
 _DOUBLES = ffi.typeof("double[]")
 _from_buffer = ffi.from_buffer
-_empty = np.empty
 _object_new = object.__new__
 _array_append = lib.ad_array_append
 _NULL = ffi.NULL
@@ -264,7 +266,7 @@ def _append(t, obj, op, a, b, imm, arr, variable=True, same_shape=False,
             val = block[1] + j * block[3]
             pooled = True
         else:
-            arr = _empty(shape)
+            arr = buffers.empty(shape)
     if not pooled:
         val = _from_buffer(_DOUBLES, arr) if arr.size else _values_pointer(t, arr)
     if same_shape:
@@ -515,10 +517,19 @@ def _matmul_vjp(g, out, a, b, needs=(True, True)):
                     + (a2.shape[-2], b2.shape[-1]))
     ga = gb = None
     if needs[0]:
-        ga = _unbroadcast(g2 @ np.swapaxes(b2, -1, -2), a2.shape).reshape(a.shape)
+        ga = _unbroadcast(_product(g2, np.swapaxes(b2, -1, -2)), a2.shape).reshape(a.shape)
     if needs[1]:
-        gb = _unbroadcast(np.swapaxes(a2, -1, -2) @ g2, b2.shape).reshape(b.shape)
+        gb = _unbroadcast(_product(np.swapaxes(a2, -1, -2), g2), b2.shape).reshape(b.shape)
     return ga, gb
+
+
+def _product(x, y):
+    """x @ y; a product of float64 matrices in memory from the block cache
+    (_values), as big results and gradients are made anew every step."""
+    if x.ndim == 2 and y.ndim == 2 and x.dtype == y.dtype == np.float64 \
+            and x.shape[1] == y.shape[0]:
+        return np.matmul(x, y, out=buffers.empty((x.shape[0], y.shape[1])))
+    return np.matmul(x, y)
 
 
 _MATMUL = None
@@ -530,10 +541,10 @@ def matmul(a, b):
     from .extern import ExternRule, record_extern
     if _MATMUL is None:
         _MATMUL = ExternRule(np.matmul, _matmul_vjp, "matmul", takes_needs=True,
-                               bilinear=True)
+                             bilinear=True, pure=True)
     pa, pb = _plain(a), _plain(b)
     try:
-        value = np.matmul(pa, pb)
+        value = _product(np.asarray(pa), np.asarray(pb))
     except ValueError:
         raise ValueError(f"matmul: shapes {np.shape(pa)} and {np.shape(pb)} are "
                          "not aligned") from None

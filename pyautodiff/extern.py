@@ -19,18 +19,24 @@ class ExternRule:
     output, *inputs) -> the output's tangent (a tangent is None for a
     constant input).  A bilinear rule (a matrix product) derives both from
     forward and vjp: its tangent is forward(ta, b) + forward(a, tb), and the
-    tangent of its vjp is vjp(dg, a, b) + vjp(g, ta, tb)."""
+    tangent of its vjp is vjp(dg, a, b) + vjp(g, ta, tb).
 
-    __slots__ = ("forward", "vjp", "name", "takes_needs", "jvp", "bilinear")
+    A pure rule (ours, not a user's) neither keeps nor changes the arrays
+    it is given, so the sweep hands it the adjoint block itself.  Its
+    forward returns a new array (recorded without a copy)."""
+
+    __slots__ = ("forward", "vjp", "name", "takes_needs", "jvp", "bilinear",
+                 "pure")
 
     def __init__(self, forward, vjp, name, takes_needs=False, jvp=None,
-                 bilinear=False):
+                 bilinear=False, pure=False):
         self.forward = forward
         self.vjp = vjp
         self.name = name
         self.takes_needs = takes_needs
         self.jvp = jvp
         self.bilinear = bilinear
+        self.pure = pure
 
     def cotangents(self, g, out, inputs, needs):
         if self.takes_needs:        # skips the cotangents of constants
@@ -80,7 +86,9 @@ def record_extern(rule, operands, value):
         out = t.record(Value, OPS["EXTERN"], idx[0], idx[1], 0.0, float(value))
         t.flush()
     else:
-        arr = np.array(value, dtype=np.float64, order="C", copy=True)
+        # a pure rule's value is a new array of its own: no copy
+        arr = np.array(value, dtype=np.float64, order="C",
+                       copy=None if rule.pure else True)
         out = _append(t, object.__new__(Array), OPS["EXTERN"], idx[0], idx[1],
                       0.0, arr)
     t.externs[out._i] = rule

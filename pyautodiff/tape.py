@@ -30,12 +30,15 @@ from _thread import get_ident
 
 import numpy as np
 
-from . import _core
+from . import _core, buffers
 from ._core import TapeError, ffi, lib
 
 SPILL_EVERY = 1 << 15      # records buffered in Python before a flush to C
 COMPACT_MIN = 1 << 16      # entries a tape may grow by before a compaction
-COMPACT_MIN_ELEMENTS = 1 << 23   # ... and array elements (64 MiB of values)
+COMPACT_MIN_ELEMENTS = 1 << 18   # ... and array elements (2 MiB of values)
+# Array elements recorded per entry of the tape before a compaction, so
+# that compacting a tape of many entries stays cheap per element.
+COMPACT_ELEMENTS_PER_ENTRY = 16
 
 _pack_into = struct.Struct(_core.RECORD_FORMAT).pack_into
 RECORD_SHIFT = 5                 # record i starts at byte i << RECORD_SHIFT
@@ -250,8 +253,10 @@ class Tape:
         self.compact_at = max(2 * len(nodes), len(nodes) + COMPACT_MIN)
         self.array_elems = sum(np.size(node._d) for node in nodes
                                if isinstance(node._d, np.ndarray))
-        self.compact_elems = max(2 * self.array_elems,
-                                 self.array_elems + COMPACT_MIN_ELEMENTS)
+        # soon enough that the arrays nothing holds go back to the block
+        # cache (and the next step's arrays reuse them) before many pile up
+        self.compact_elems = max(2 * self.array_elems, self.array_elems + max(
+            COMPACT_MIN_ELEMENTS, COMPACT_ELEMENTS_PER_ENTRY * len(nodes)))
         del self.buf[(len(nodes) + 2 * SPILL_EVERY) << RECORD_SHIFT:]
         self._update_limit()
 
@@ -323,7 +328,10 @@ class Tape:
             self._c, *_seed_arguments(idx, seeds), mode,
             1 if state.anomaly else 0), self._c, self)
         if imports:
-            swept = [self._grad_now(p) - b for p, b in zip(imports, before)]
+            # an Array's first gradient is what this sweep gave it: its
+            # block itself is the seed (no copy, no difference)
+            swept = [self._grad_now(p, copy=False) if b is None else
+                     self._grad_now(p) - b for p, b in zip(imports, before)]
             self._backward_imports(max(idx), swept)
 
     def tangent(self, idx, seeds, hi=None):
@@ -353,13 +361,20 @@ class Tape:
         size = int(np.prod(shape)) if shape else 1
         return np.frombuffer(ffi.buffer(p, 8 * size)).reshape(shape)
 
-    def _grad_now(self, node):
-        """node's gradient as stored now (a float, or an Array's copy)."""
+    def _grad_now(self, node, copy=True):
+        """node's gradient as stored now: a float, an Array's gradient (a
+        copy, or with copy=False its block itself), or None for an Array
+        that has none yet."""
         if node._i >= self.nflushed:
             return 0.0
         if self._c.aux[node._i] < 0:
             return self._c.grad[node._i]
-        return node.grad
+        p = lib.ad_array_grad(self._c, node._i)
+        if p == ffi.NULL:
+            return None
+        d = node._d
+        g = np.frombuffer(ffi.buffer(p, 8 * d.size)).reshape(d.shape)
+        return buffers.copy(g) if copy else g
 
     # -- extern entries (rules in Python, called from the C sweeps) ---------
 
@@ -394,8 +409,9 @@ class Tape:
         if not g.any():
             return
         operands, needs, inputs = self._extern_operands(i)
-        cotangents = self.externs[i].cotangents(g.copy(), self.entry_value(i),
-                                                inputs, needs)
+        rule = self.externs[i]
+        cotangents = rule.cotangents(g if rule.pure else g.copy(),
+                                     self.entry_value(i), inputs, needs)
         for j, ct, need in zip(operands, cotangents, needs):
             if ct is not None and need:
                 view = self.adjoint_view(j)
@@ -459,7 +475,7 @@ class Tape:
 
     def frozen_array_grad(self, i, shape):
         g = self._frozen_arrays.get(i)
-        return np.zeros(shape) if g is None else g.copy()
+        return np.zeros(shape) if g is None else buffers.copy(g)
 
     def reverse_step(self, i):
         """Apply entry i's derivative rule once, in place on grad
@@ -475,7 +491,7 @@ class Tape:
         by_tape = {}
         for (outer, proxy), g in zip(self.imports.items(), swept):
             j = proxy._i
-            if j <= top and self._c.flags[j] & lib.AD_FLAG_MARK and np.any(g != 0.0):
+            if j <= top and self._c.flags[j] & lib.AD_FLAG_MARK and np.any(g):
                 ids, seeds = by_tape.setdefault(outer._t, ([], []))
                 ids.append(outer._i)
                 seeds.append(g)
@@ -551,6 +567,8 @@ class Tape:
                             "'with' block ends")
         self.flush()
         # keep the gradients of the Values and Arrays someone still holds
+        # (the leaves standing for imported ones are this tape's own)
+        self.imports = {}
         nodes = self.nodes
         refs = np.fromiter(map(sys.getrefcount, nodes), np.intp, len(nodes))
         c = self._c
@@ -562,8 +580,8 @@ class Tape:
             p = lib.ad_array_grad(c, i)
             if p != ffi.NULL:
                 d = nodes[i]._d
-                self._frozen_arrays[i] = np.frombuffer(
-                    ffi.buffer(p, 8 * d.size)).reshape(d.shape).copy()
+                self._frozen_arrays[i] = buffers.copy(np.frombuffer(
+                    ffi.buffer(p, 8 * d.size)).reshape(d.shape))
         self.closed = True
         self.nodes = []
         self.buf = bytearray()
