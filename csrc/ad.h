@@ -204,6 +204,10 @@ int ad_array_append_map(ad_tape *t, int op, int64_t a, double *val,
                         const int64_t *map, int64_t nmap);
 double *ad_array_grad(ad_tape *t, int64_t i);
 double *ad_entry_adjoint(ad_tape *t, int64_t i, int mode);
+/* For an extern rule about to add into entry i's adjoint: the block, with
+ * *unset = 1 when nothing was written to it yet this sweep (it holds no
+ * zeros: the caller must assign every element), else 0 (add).           */
+double *ad_entry_adjoint_claim(ad_tape *t, int64_t i, int mode, int *unset);
 int ad_array_zero_grad(ad_tape *t, int64_t i);
 /* Memory for the values of a large Array (count doubles, uninitialised),
  * from the cache of freed blocks, so that a buffer made anew every step

@@ -4,6 +4,7 @@
  * indexes a block: values (borrowed from the Python Array), adjoints and
  * gradient (allocated here on first use), and shape.  Every shape reaching
  * the tape is checked here, so the sweeps can trust them.                  */
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -261,8 +262,8 @@ int ad_array_append(ad_tape *t, int op, int64_t a, int64_t b, double imm,
         return status;
     const ad_block *bk = &t->blk[t->aux[t->n - 1]];
     int64_t bad = 0;
-    for (int64_t k = 0; k < bk->size; ++k)
-        bad += !isfinite(bk->val[k]);
+    for (int64_t k = 0; k < bk->size; ++k)   /* NaN and inf: not <= max */
+        bad += !(fabs(bk->val[k]) <= DBL_MAX);
     t->last_nonfinite = bad;
     return AD_OK;
 }
@@ -400,6 +401,20 @@ double *ad_entry_adjoint(ad_tape *t, int64_t i, int mode)
     if (mode == AD_SWEEP_INPLACE)
         return bk->grad;
     ad_adjoint_settle(t, i);
+    return bk->adj;
+}
+
+double *ad_entry_adjoint_claim(ad_tape *t, int64_t i, int mode, int *unset)
+{
+    *unset = 0;
+    if (i < 0 || i >= t->n)
+        return 0;
+    if (t->aux[i] < 0 || mode == AD_SWEEP_INPLACE)
+        return ad_entry_adjoint(t, i, mode);
+    ad_block *bk = &t->blk[t->aux[i]];
+    if (!bk->adj && ad_block_prepare(t, i, mode) != AD_OK)
+        return 0;
+    *unset = ad_adjoint_claim(t, i, 1);
     return bk->adj;
 }
 

@@ -283,8 +283,14 @@ int ad_backward_arrays(ad_tape *t, int64_t nseeds, const int64_t *idx,
             double *ga = mode == AD_SWEEP_INPLACE ? bk->grad : bk->adj;
             const double *sa = seed_arrays ? seed_arrays[k] : 0;
             const int z = mode == AD_SWEEP_ACCUM && ad_adjoint_claim(t, idx[k], 1);
-            for (int64_t e = 0; e < bk->size; ++e)
-                ga[e] = (z ? 0.0 : ga[e]) + (sa ? sa[e] : seed[k]);
+            const double s = seed[k];
+            const int64_t size = bk->size;
+            if (sa)
+                for (int64_t e = 0; e < size; ++e)
+                    ga[e] = (z ? 0.0 : ga[e]) + sa[e];
+            else
+                for (int64_t e = 0; e < size; ++e)
+                    ga[e] = (z ? 0.0 : ga[e]) + s;
         } else if (mode == AD_SWEEP_INPLACE) {
             g[idx[k]] = seed[k];        /* micrograd: self.grad = 1 */
             f[idx[k]] &= (uint8_t)~AD_FLAG_GRAD_FLOAT;
@@ -337,8 +343,11 @@ int ad_backward_arrays(ad_tape *t, int64_t nseeds, const int64_t *idx,
                 bk->adj = 0;
                 continue;
             }
-            for (int64_t e = 0; e < bk->size; ++e)
-                bk->grad[e] += bk->adj[e];
+            double *gr = bk->grad;
+            const double *ad = bk->adj;
+            const int64_t size = bk->size;
+            for (int64_t e = 0; e < size; ++e)
+                gr[e] += ad[e];
         }
     return AD_OK;
 }

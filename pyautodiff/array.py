@@ -509,7 +509,7 @@ def _unbroadcast(x, shape):
     return x
 
 
-def _matmul_vjp(g, out, a, b, needs=(True, True)):
+def _matmul_vjp(g, out, a, b, needs=(True, True), into=(None, None)):
     a2 = a[np.newaxis, :] if a.ndim == 1 else a
     b2 = b[:, np.newaxis] if b.ndim == 1 else b
     # g in the shape of the product of the 2-D (or batched) promotions
@@ -517,18 +517,24 @@ def _matmul_vjp(g, out, a, b, needs=(True, True)):
                     + (a2.shape[-2], b2.shape[-1]))
     ga = gb = None
     if needs[0]:
-        ga = _unbroadcast(_product(g2, np.swapaxes(b2, -1, -2)), a2.shape).reshape(a.shape)
+        ga = _unbroadcast(_product(g2, np.swapaxes(b2, -1, -2), into[0]),
+                          a2.shape).reshape(a.shape)
     if needs[1]:
-        gb = _unbroadcast(_product(np.swapaxes(a2, -1, -2), g2), b2.shape).reshape(b.shape)
+        gb = _unbroadcast(_product(np.swapaxes(a2, -1, -2), g2, into[1]),
+                          b2.shape).reshape(b.shape)
     return ga, gb
 
 
-def _product(x, y):
-    """x @ y; a product of float64 matrices in memory from the block cache
-    (_values), as big results and gradients are made anew every step."""
+def _product(x, y, into=None):
+    """x @ y.  A product of float64 matrices goes into `into` where that
+    has its shape (an adjoint block: no copy after), else into memory from
+    the block cache, as big results and gradients are made every step."""
     if x.ndim == 2 and y.ndim == 2 and x.dtype == y.dtype == np.float64 \
             and x.shape[1] == y.shape[0]:
-        return np.matmul(x, y, out=buffers.empty((x.shape[0], y.shape[1])))
+        shape = (x.shape[0], y.shape[1])
+        if into is None or into.shape != shape:
+            into = buffers.empty(shape)
+        return np.matmul(x, y, out=into)
     return np.matmul(x, y)
 
 

@@ -23,7 +23,10 @@ class ExternRule:
 
     A pure rule (ours, not a user's) neither keeps nor changes the arrays
     it is given, so the sweep hands it the adjoint block itself.  Its
-    forward returns a new array (recorded without a copy)."""
+    forward returns a new array (recorded without a copy), and its vjp
+    takes into=[array or None per input]: an operand's adjoint block that
+    holds nothing yet, where the rule may write that cotangent (returning
+    the block itself) instead of making a new array to be copied in."""
 
     __slots__ = ("forward", "vjp", "name", "takes_needs", "jvp", "bilinear",
                  "pure")
@@ -38,7 +41,9 @@ class ExternRule:
         self.bilinear = bilinear
         self.pure = pure
 
-    def cotangents(self, g, out, inputs, needs):
+    def cotangents(self, g, out, inputs, needs, into=None):
+        if into is not None:        # a pure rule
+            return self.vjp(g, out, *inputs, needs=needs, into=into)
         if self.takes_needs:        # skips the cotangents of constants
             return self.vjp(g, out, *inputs, needs=needs)
         return self.vjp(g, out, *inputs)

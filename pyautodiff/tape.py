@@ -381,7 +381,10 @@ class Tape:
     def adjoint_view(self, j):
         """Entry j's adjoint in the sweep under way, as a writable array of
         the entry's shape (0-d for a scalar)."""
-        p = lib.ad_entry_adjoint(self._c, j, self.sweep_mode)
+        return self._entry_array(j, lib.ad_entry_adjoint(self._c, j, self.sweep_mode))
+
+    def _entry_array(self, j, p):
+        """The doubles at p as an array of entry j's shape."""
         if p == ffi.NULL:
             raise MemoryError("out of memory for adjoints")
         shape = np.shape(self.nodes[j]._d)
@@ -410,12 +413,31 @@ class Tape:
             return
         operands, needs, inputs = self._extern_operands(i)
         rule = self.externs[i]
-        cotangents = rule.cotangents(g if rule.pure else g.copy(),
-                                     self.entry_value(i), inputs, needs)
-        for j, ct, need in zip(operands, cotangents, needs):
-            if ct is not None and need:
-                view = self.adjoint_view(j)
-                view += np.asarray(ct, dtype=np.float64).reshape(view.shape)
+        # the operands' adjoints: a block that holds nothing yet this sweep
+        # is assigned its cotangent (by a pure rule, written in place)
+        unset = ffi.new("int *")
+        targets = []
+        for j, need in zip(operands, needs):
+            view = self._entry_array(j, lib.ad_entry_adjoint_claim(
+                self._c, j, self.sweep_mode, unset)) if need else None
+            targets.append((view, need and unset[0]))
+        if rule.pure:
+            cotangents = rule.cotangents(g, self.entry_value(i), inputs, needs,
+                                         [v if fresh else None for v, fresh in targets])
+        else:
+            cotangents = rule.cotangents(g.copy(), self.entry_value(i), inputs, needs)
+        for (view, fresh), ct, need in zip(targets, cotangents, needs):
+            if not need:
+                continue
+            if ct is None:
+                if fresh:
+                    view[...] = 0.0
+            elif ct is not view:
+                ct = np.asarray(ct, dtype=np.float64).reshape(view.shape)
+                if fresh:
+                    np.copyto(view, ct)
+                else:
+                    view += ct
 
     def extern_tangent(self, i):
         """The C tangent sweep reached extern entry i: its tangent from
@@ -491,7 +513,10 @@ class Tape:
         by_tape = {}
         for (outer, proxy), g in zip(self.imports.items(), swept):
             j = proxy._i
-            if j <= top and self._c.flags[j] & lib.AD_FLAG_MARK and np.any(g):
+            # (an Array's gradient is passed on as it is: checking it for
+            # zeros would cost a pass over it)
+            if j <= top and self._c.flags[j] & lib.AD_FLAG_MARK and \
+                    (isinstance(g, np.ndarray) or g != 0.0):
                 ids, seeds = by_tape.setdefault(outer._t, ([], []))
                 ids.append(outer._i)
                 seeds.append(g)
