@@ -39,6 +39,8 @@ COMPACT_MIN_ELEMENTS = 1 << 18   # ... and array elements (2 MiB of values)
 # Array elements recorded per entry of the tape before a compaction, so
 # that compacting a tape of many entries stays cheap per element.
 COMPACT_ELEMENTS_PER_ENTRY = 16
+# ... and at least this many more when an explicit tape's block ends
+RELEASE_COMPACT_ELEMENTS = 1 << 13
 
 _pack_into = struct.Struct(_core.RECORD_FORMAT).pack_into
 RECORD_SHIFT = 5                 # record i starts at byte i << RECORD_SHIFT
@@ -134,6 +136,7 @@ class Tape:
     __slots__ = ("_c", "nodes", "buf", "limit", "nflushed", "tid", "closed",
                  "parent", "imports", "compact_at", "_tokens", "_frozen",
                  "custom", "_entered", "_kept", "array_elems", "compact_elems",
+                 "live_elems",
                  "_frozen_arrays", "externs", "sweep_mode", "callback_error",
                  "guards", "pools", "__weakref__")
 
@@ -149,6 +152,7 @@ class Tape:
         self.compact_at = COMPACT_MIN
         self.array_elems = 0     # elements of the array entries on the tape
         self.compact_elems = COMPACT_MIN_ELEMENTS
+        self.live_elems = 0      # array elements left by the last compaction
         self.custom = 0          # nodes whose derivative rule is Python code
         self._kept = []          # cdata the C tape points into
         self.pools = {}          # shape -> block of small results (array.py)
@@ -255,6 +259,7 @@ class Tape:
                                if isinstance(node._d, np.ndarray))
         # soon enough that the arrays nothing holds go back to the block
         # cache (and the next step's arrays reuse them) before many pile up
+        self.live_elems = self.array_elems
         self.compact_elems = max(2 * self.array_elems, self.array_elems + max(
             COMPACT_MIN_ELEMENTS, COMPACT_ELEMENTS_PER_ENTRY * len(nodes)))
         del self.buf[(len(nodes) + 2 * SPILL_EVERY) << RECORD_SHIFT:]
@@ -613,9 +618,18 @@ class Tape:
         self.imports = {}
         self.externs = {}
         self.pools = {}
-        self.parent = None
+        parent, self.parent = self.parent, None
         self._c = None
         self.limit = -1
+        # A step's block often ends here, and the arrays made outside it
+        # (parameters, inputs) that the last step dropped lie on the
+        # enclosing tape: reclaim them now, while that costs little per
+        # element, so the next step reuses their memory.
+        if parent is not None and not parent.closed and \
+                parent.array_elems - parent.live_elems >= max(
+                    RELEASE_COMPACT_ELEMENTS,
+                    COMPACT_ELEMENTS_PER_ENTRY * len(parent.nodes)):
+            parent.compact()
 
     # -- inspection --------------------------------------------------------
 
