@@ -18,6 +18,7 @@ except ImportError:          # NumPy < 2
 
 from . import _core, buffers
 from ._core import TapeError, ffi, lib
+from .extern import ExternRule, record_extern
 from .tape import NO_GRAD, current_tape, recording_tape, state
 from .value import BINARY, UNARY, Value
 
@@ -510,6 +511,9 @@ def _unbroadcast(x, shape):
 
 
 def _matmul_vjp(g, out, a, b, needs=(True, True), into=(None, None)):
+    if a.ndim == 2 and b.ndim == 2:     # matrices: no promotion, no sums
+        return (_product(g, b.T, into[0]) if needs[0] else None,
+                _product(a.T, g, into[1]) if needs[1] else None)
     a2 = a[np.newaxis, :] if a.ndim == 1 else a
     b2 = b[:, np.newaxis] if b.ndim == 1 else b
     # g in the shape of the product of the 2-D (or batched) promotions
@@ -544,7 +548,6 @@ _MATMUL = None
 def matmul(a, b):
     """a @ b with NumPy's rules (1-D, 2-D and batched)."""
     global _MATMUL
-    from .extern import ExternRule, record_extern
     if _MATMUL is None:
         _MATMUL = ExternRule(np.matmul, _matmul_vjp, "matmul", takes_needs=True,
                              bilinear=True, pure=True)

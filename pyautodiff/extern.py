@@ -6,6 +6,19 @@ import numpy as np
 
 from . import _core
 from .tape import NO_GRAD, recording_tape
+from .value import Value, _detached as _detached_value
+
+_array_module = None
+
+
+def _arrays():
+    """pyautodiff.array, which imports this module (bound on first use, as
+    an import statement in a function costs more than recording an entry)."""
+    global _array_module
+    if _array_module is None:
+        from . import array
+        _array_module = array
+    return _array_module
 
 OPS = _core.OPS
 
@@ -82,11 +95,10 @@ class ExternRule:
 def record_extern(rule, operands, value):
     """Record value = rule.forward(*operands) (already computed) as one
     entry on the recording tape; operands are one or two Values/Arrays."""
-    from .array import Array, _append, _operand
-    from .value import Value
+    arrays = _arrays()
     t = recording_tape()
-    idx = [_operand(x, t)[0] for x in operands] + [-1]
-    if np.ndim(value) == 0 and all(isinstance(x, Value) for x in operands):
+    idx = [arrays._operand(x, t)[0] for x in operands] + [-1]
+    if all(isinstance(x, Value) for x in operands) and np.ndim(value) == 0:
         t.flush()
         out = t.record(Value, OPS["EXTERN"], idx[0], idx[1], 0.0, float(value))
         t.flush()
@@ -94,8 +106,8 @@ def record_extern(rule, operands, value):
         # a pure rule's value is a new array of its own: no copy
         arr = np.array(value, dtype=np.float64, order="C",
                        copy=None if rule.pure else True)
-        out = _append(t, object.__new__(Array), OPS["EXTERN"], idx[0], idx[1],
-                      0.0, arr)
+        out = arrays._append(t, object.__new__(arrays.Array), OPS["EXTERN"],
+                             idx[0], idx[1], 0.0, arr)
     t.externs[out._i] = rule
     return out
 
@@ -110,8 +122,7 @@ def custom_op(forward, vjp, jvp=None):
     ``jvp(tangents, output, *inputs) -> output tangent`` (a tangent is None
     for an input that does not move) the op also works in forward mode
     (``ad.jvp``, ``ad.hvp``'s tangent sweep)."""
-    from .array import Array
-    from .value import Value
+    Array = _arrays().Array
 
     name = getattr(forward, "__name__", "custom_op")
 
@@ -162,8 +173,7 @@ def custom_op(forward, vjp, jvp=None):
 
 def _wrap_plain(value, inputs):
     """A result computed without recording: plain when the inputs were."""
-    from .array import Array, _detached
-    from .value import Value, _detached as _detached_value
+    Array, _detached = _arrays().Array, _arrays()._detached
     if any(isinstance(x, Array) for x in inputs) or np.ndim(value) > 0:
         if any(isinstance(x, (Value, Array)) for x in inputs):
             return _detached(value)

@@ -392,9 +392,10 @@ class Tape:
         """The doubles at p as an array of entry j's shape."""
         if p == ffi.NULL:
             raise MemoryError("out of memory for adjoints")
-        shape = np.shape(self.nodes[j]._d)
-        size = int(np.prod(shape)) if shape else 1
-        return np.frombuffer(ffi.buffer(p, 8 * size)).reshape(shape)
+        d = self.nodes[j]._d
+        if d.__class__ is not np.ndarray:           # a scalar's one double
+            return np.frombuffer(ffi.buffer(p, 8)).reshape(())
+        return np.frombuffer(ffi.buffer(p, 8 * d.size)).reshape(d.shape)
 
     def entry_value(self, j):
         """Entry j's value as the C tape has it (a replay may have changed
