@@ -227,3 +227,65 @@ def rosenbrock(backend, cfg):
     ns, (value, grad) = _timed(fn, x0)
     return Result({"value+grad": [ns / 1e6]},
                   {"value": float(value), "|grad|": float(np.abs(grad).sum())})
+
+
+# --- d. what an extern entry costs: 1,000 products of 2x2 matrices -----------
+# Matrix products are EXTERN entries: the C sweeps call back into Python,
+# which calls NumPy.  On tiny inputs the product itself is nearly free, so
+# the time per op against NumPy's own calls is the callback's overhead.
+
+EXTERN_CHAIN = 1000
+
+
+def _extern_numpy(y0, A):
+    ys = [y0]
+    y = y0
+    for _ in range(EXTERN_CHAIN):      # forward, keeping what backward needs
+        y = y @ A
+        ys.append(y)
+    g = np.ones_like(y)
+    gA = np.zeros_like(A)
+    for k in reversed(range(EXTERN_CHAIN)):
+        gA += ys[k].T @ g
+        g = g @ A.T
+    return y.sum(), [g, gA]
+
+
+def _extern_ops(y, A):
+    for _ in range(EXTERN_CHAIN):
+        y = y @ A
+    return y.sum()
+
+
+def _extern_pyautodiff(y0, A0):
+    import pyautodiff as ad
+    y, A = ad.Array(y0), ad.Array(A0)
+    with ad.Tape():
+        s = _extern_ops(y, A)
+        s.backward()
+    return float(s.data), [y.grad, A.grad]
+
+
+def _extern_autograd(y0, A0):
+    import autograd
+    return autograd.value_and_grad(lambda ps: _extern_ops(*ps))([y0, A0])
+
+
+EXTERN_IMPLS = {"numpy (by hand)": _extern_numpy, "pyautodiff": _extern_pyautodiff,
+                "autograd": _extern_autograd}
+
+
+@problem("extern-call", {"fwd+bwd": "us/op"},
+         size=lambda cfg: f"{EXTERN_CHAIN} products of 2x2 matrices",
+         note="extern-call: a chain of tiny matrix products, value and both "
+              "gradients; pyautodiff runs each product as an extern entry (a "
+              "callback from the C sweep into NumPy), so its excess over NumPy "
+              "by hand (three products per op) is the callback's overhead.")
+def extern_call(backend, cfg):
+    fn = _engine(EXTERN_IMPLS, backend)
+    rng = np.random.default_rng(2)
+    y0 = rng.normal(size=(2, 2))
+    A0 = rng.normal(size=(2, 2)) * 0.5 + np.eye(2) * 0.5
+    ns, (value, grads) = _timed(fn, y0, A0)
+    return Result({"fwd+bwd": [ns / 1e3 / EXTERN_CHAIN]},
+                  {"value": float(value), "|dA|": float(np.abs(grads[1]).sum())})

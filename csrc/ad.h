@@ -69,6 +69,8 @@ enum ad_op {
     AD_LE,      /* a b     v = a <= b                no derivative              */
     AD_EQ,      /* a b     v = a == b                no derivative              */
     AD_NE,      /* a b     v = a != b                no derivative              */
+    AD_SQUARE,  /* a       v = a * a (an Array's a**2, as NumPy computes it)
+                                                 ga += 2*a*g                   */
     AD_SUM,     /* a       v = sum(a over the dims v has as 1) / c   ga += g/c */
     AD_MAX,     /* a       v = max(a over the dims v has as 1)  g split among ties */
     AD_MIN,     /* a       v = min(a over the dims v has as 1)  g split among ties */
@@ -145,6 +147,9 @@ typedef struct ad_block {
     int64_t nmap;
     int64_t size;
     int32_t ndim;
+    int32_t adj_unset;  /* adj handed to this sweep and not yet written: it
+                           reads as zeros, and its first writer may assign
+                           instead of adding to a memset block          */
     int64_t shape[AD_MAXDIM];
 } ad_block;
 
@@ -202,7 +207,17 @@ int ad_array_append_map(ad_tape *t, int op, int64_t a, double *val,
                         const int64_t *map, int64_t nmap);
 double *ad_array_grad(ad_tape *t, int64_t i);
 double *ad_entry_adjoint(ad_tape *t, int64_t i, int mode);
+/* For an extern rule about to add into entry i's adjoint: the block, with
+ * *unset = 1 when nothing was written to it yet this sweep (it holds no
+ * zeros: the caller must assign every element), else 0 (add).           */
+double *ad_entry_adjoint_claim(ad_tape *t, int64_t i, int mode, int *unset);
 int ad_array_zero_grad(ad_tape *t, int64_t i);
+/* Memory for the values of a large Array (count doubles, uninitialised),
+ * from the cache of freed blocks, so that a buffer made anew every step
+ * costs no page faults; NULL when out of memory.  Give it back with
+ * ad_buffer_release and the same count.                                  */
+double *ad_buffer_alloc(int64_t count);
+void ad_buffer_release(double *p, int64_t count);
 
 int ad_forward(ad_tape *t, int64_t lo, int64_t hi, int check);
 int ad_backward(ad_tape *t, int64_t nseeds, const int64_t *idx,

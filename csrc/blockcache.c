@@ -5,23 +5,28 @@
  * it is touched, and a training step that records a new graph allocates the
  * same blocks every step: reusing them (and zeroing with memset) is several
  * times faster than calloc'ing them anew.  The cache is shared by all
- * tapes, so it is guarded by a mutex (sweeps run with the GIL released). */
+ * tapes, so it is guarded by a mutex (sweeps run with the GIL released).
+ * The values of large Arrays come from it too (ad_buffer_alloc): a leaf
+ * made or a result computed every step reuses the memory of the last. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
 
-#define CACHE_SLOTS 64
+#define CACHE_SLOTS 256
 #define CACHE_BYTES ((size_t)256 << 20)
+/* Smaller blocks are not kept: malloc reuses them well, and a small
+ * array's sweep should not pay for the lock and the search.             */
+#define CACHE_MIN_BYTES ((size_t)4096)
 
 static struct { double *p; size_t bytes; } cache[CACHE_SLOTS];
 static size_t cached_bytes;
 static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
 
-double *ad_block_calloc(int64_t count)
+/* A cached block of exactly this many bytes, or NULL. */
+static double *take(size_t bytes)
 {
-    size_t bytes = (size_t)(count > 0 ? count : 1) * sizeof(double);
     double *p = 0;
     pthread_mutex_lock(&cache_lock);
     for (int k = 0; k < CACHE_SLOTS; ++k)
@@ -32,6 +37,15 @@ double *ad_block_calloc(int64_t count)
             break;
         }
     pthread_mutex_unlock(&cache_lock);
+    return p;
+}
+
+double *ad_block_calloc(int64_t count)
+{
+    size_t bytes = (size_t)(count > 0 ? count : 1) * sizeof(double);
+    if (bytes < CACHE_MIN_BYTES)
+        return calloc(1, bytes);
+    double *p = take(bytes);
     if (p) {
         memset(p, 0, bytes);
         return p;
@@ -39,13 +53,29 @@ double *ad_block_calloc(int64_t count)
     return calloc(1, bytes);
 }
 
+double *ad_buffer_alloc(int64_t count)
+{
+    size_t bytes = (size_t)(count > 0 ? count : 1) * sizeof(double);
+    double *p = bytes < CACHE_MIN_BYTES ? 0 : take(bytes);
+    return p ? p : malloc(bytes);
+}
+
+void ad_buffer_release(double *p, int64_t count)
+{
+    ad_block_release(p, count);
+}
+
 void ad_block_release(double *p, int64_t count)
 {
     if (!p)
         return;
     size_t bytes = (size_t)(count > 0 ? count : 1) * sizeof(double);
+    if (bytes < CACHE_MIN_BYTES) {
+        free(p);
+        return;
+    }
     pthread_mutex_lock(&cache_lock);
-    if (bytes >= 4096 && cached_bytes + bytes <= CACHE_BYTES)
+    if (cached_bytes + bytes <= CACHE_BYTES)
         for (int k = 0; k < CACHE_SLOTS; ++k)
             if (!cache[k].p) {
                 cache[k].p = p;

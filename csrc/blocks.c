@@ -4,6 +4,7 @@
  * indexes a block: values (borrowed from the Python Array), adjoints and
  * gradient (allocated here on first use), and shape.  Every shape reaching
  * the tape is checked here, so the sweeps can trust them.                  */
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +42,8 @@ double *ad_entry_scratch(ad_tape *t, int64_t i, int which)
         return base ? &base[i] : 0;
     }
     ad_block *bk = &t->blk[t->aux[i]];
+    if (which == 0)
+        ad_adjoint_settle(t, i);
     return which == 0 ? bk->adj : which == 1 ? bk->tan : bk->dadj;
 }
 
@@ -53,6 +56,8 @@ int ad_scratch_zero(ad_tape *t, int64_t i, int which)
     }
     ad_block *bk = &t->blk[t->aux[i]];
     double **p = which == 0 ? &bk->adj : which == 1 ? &bk->tan : &bk->dadj;
+    if (which == 0)
+        bk->adj_unset = 0;
     if (*p)
         memset(*p, 0, (size_t)bk->size * sizeof(double));
     else if (!(*p = ad_block_calloc(bk->size)))
@@ -79,30 +84,75 @@ static void broadcast_strides(int64_t *stride, int nd, const int64_t *shape,
     }
 }
 
+static int same_shape(const ad_view *v, int nd, const int64_t *shape)
+{
+    if (v->ndim != nd)
+        return 0;
+    for (int d = 0; d < nd; ++d)
+        if (v->shape[d] != shape[d])
+            return 0;
+    return 1;
+}
+
+int ad_same_shape(const ad_view *x, const ad_view *y)
+{
+    return same_shape(x, y->ndim, y->shape);
+}
+
 void ad_iter_init(ad_iter *it, int nd, const int64_t *shape,
                   const ad_view *o, const ad_view *a, const ad_view *b)
 {
-    it->nd = nd;
-    it->size = 1;
-    for (int d = 0; d < nd; ++d) {
-        it->shape[d] = shape[d];
-        it->size *= shape[d];
+    /* Every side of `shape` itself (the common case): one flat loop. */
+    int64_t size = 1;
+    for (int d = 0; d < nd; ++d)
+        size *= shape[d];
+    if (same_shape(o, nd, shape) && same_shape(a, nd, shape) &&
+        (!b || same_shape(b, nd, shape))) {
+        it->nd = 1;
+        it->unit = 1;
+        it->size = size;
+        it->shape[0] = size;
+        it->so[0] = it->sa[0] = it->sb[0] = 1;
+        return;
     }
-    broadcast_strides(it->so, nd, shape, o->ndim, o->shape);
-    broadcast_strides(it->sa, nd, shape, a->ndim, a->shape);
+    int64_t so[AD_MAXDIM], sa[AD_MAXDIM], sb[AD_MAXDIM];
+    broadcast_strides(so, nd, shape, o->ndim, o->shape);
+    broadcast_strides(sa, nd, shape, a->ndim, a->shape);
     if (b)
-        broadcast_strides(it->sb, nd, shape, b->ndim, b->shape);
+        broadcast_strides(sb, nd, shape, b->ndim, b->shape);
     else
-        memset(it->sb, 0, sizeof it->sb);
-    /* flat when every side steps like a C-contiguous array of `shape` */
-    int64_t s = 1;
-    it->flat = 1;
-    for (int d = nd - 1; d >= 0; --d) {
-        if (shape[d] != 1 && (it->so[d] != s || it->sa[d] != s ||
-                              (b && it->sb[d] != s)))
-            it->flat = 0;
-        s *= shape[d];
+        memset(sb, 0, sizeof sb);
+    it->size = size;
+    /* Merge dimension d into the one kept before it where every side steps
+     * over the pair as over one dimension; dimensions of size 1 go.      */
+    int m = 0;
+    for (int d = 0; d < nd; ++d) {
+        if (shape[d] == 1)
+            continue;
+        if (m > 0 && so[d] * shape[d] == it->so[m - 1]
+                  && sa[d] * shape[d] == it->sa[m - 1]
+                  && sb[d] * shape[d] == it->sb[m - 1]) {
+            it->shape[m - 1] *= shape[d];
+            it->so[m - 1] = so[d];
+            it->sa[m - 1] = sa[d];
+            it->sb[m - 1] = sb[d];
+            continue;
+        }
+        it->shape[m] = shape[d];
+        it->so[m] = so[d];
+        it->sa[m] = sa[d];
+        it->sb[m] = sb[d];
+        ++m;
     }
+    if (m == 0) {               /* one element (or a 0-d array) */
+        it->shape[0] = 1;
+        it->so[0] = it->sa[0] = it->sb[0] = 0;
+        m = 1;
+    }
+    it->nd = m;
+    it->unit = it->so[m - 1] == 1 && it->sa[m - 1] == 1 && it->sb[m - 1] == 1;
+    if (!b)                     /* no second operand: its offsets are unused */
+        it->unit = it->so[m - 1] == 1 && it->sa[m - 1] == 1;
 }
 
 /* Does an operand of shape (ondim, oshape) broadcast to (nd, shape)? */
@@ -212,8 +262,8 @@ int ad_array_append(ad_tape *t, int op, int64_t a, int64_t b, double imm,
         return status;
     const ad_block *bk = &t->blk[t->aux[t->n - 1]];
     int64_t bad = 0;
-    for (int64_t k = 0; k < bk->size; ++k)
-        bad += !isfinite(bk->val[k]);
+    for (int64_t k = 0; k < bk->size; ++k)   /* NaN and inf: not <= max */
+        bad += !(fabs(bk->val[k]) <= DBL_MAX);
     t->last_nonfinite = bad;
     return AD_OK;
 }
@@ -349,30 +399,64 @@ double *ad_entry_adjoint(ad_tape *t, int64_t i, int mode)
     double *p = mode == AD_SWEEP_INPLACE ? bk->grad : bk->adj;
     if (!p && ad_block_prepare(t, i, mode) != AD_OK)
         return 0;
-    return mode == AD_SWEEP_INPLACE ? bk->grad : bk->adj;
+    if (mode == AD_SWEEP_INPLACE)
+        return bk->grad;
+    ad_adjoint_settle(t, i);
+    return bk->adj;
+}
+
+double *ad_entry_adjoint_claim(ad_tape *t, int64_t i, int mode, int *unset)
+{
+    *unset = 0;
+    if (i < 0 || i >= t->n)
+        return 0;
+    if (t->aux[i] < 0 || mode == AD_SWEEP_INPLACE)
+        return ad_entry_adjoint(t, i, mode);
+    ad_block *bk = &t->blk[t->aux[i]];
+    if (!bk->adj && ad_block_prepare(t, i, mode) != AD_OK)
+        return 0;
+    *unset = ad_adjoint_claim(t, i, 1);
+    return bk->adj;
 }
 
 /* The adjoint and gradient blocks of array entry i, allocated on first
- * use; a fresh sweep (ACCUM) zeroes the adjoints.                          */
+ * use; a fresh sweep (ACCUM) starts with the adjoints unset (zero).        */
 int ad_block_prepare(ad_tape *t, int64_t i, int mode)
 {
     if (t->aux[i] < 0)
         return AD_OK;
     ad_block *bk = &t->blk[t->aux[i]];
-    size_t bytes = (size_t)(bk->size ? bk->size : 1) * sizeof(double);
     if (mode == AD_SWEEP_INPLACE) {
         /* in place, the sweep runs through grad itself */
         if (!bk->grad && !(bk->grad = ad_block_calloc(bk->size)))
             return ad_fail(t, AD_ENOMEM, i, "out of memory for gradients");
         return AD_OK;
     }
-    if (!bk->adj) {
-        if (!(bk->adj = ad_block_calloc(bk->size)))     /* zeroed */
-            return ad_fail(t, AD_ENOMEM, i, "out of memory for adjoints");
-    } else {
-        memset(bk->adj, 0, bytes);
-    }
+    /* not zeroed here: the first kernel to write it zeroes it or, where
+     * it writes every element, assigns (ad_adjoint_claim) */
+    if (!bk->adj && !(bk->adj = ad_buffer_alloc(bk->size)))
+        return ad_fail(t, AD_ENOMEM, i, "out of memory for adjoints");
+    bk->adj_unset = 1;
     return AD_OK;
+}
+
+int ad_adjoint_claim(ad_tape *t, int64_t j, int can_assign)
+{
+    if (j < 0 || t->aux[j] < 0)
+        return 0;
+    ad_block *bk = &t->blk[t->aux[j]];
+    if (!bk->adj_unset)
+        return 0;
+    bk->adj_unset = 0;
+    if (can_assign)
+        return 1;
+    memset(bk->adj, 0, (size_t)bk->size * sizeof(double));
+    return 0;
+}
+
+void ad_adjoint_settle(ad_tape *t, int64_t j)
+{
+    (void)ad_adjoint_claim(t, j, 0);
 }
 
 double *ad_array_grad(ad_tape *t, int64_t i)

@@ -49,10 +49,15 @@ static inline double ad_sigmoid(double x)
  * `shape` (the output's shape for elementwise ops, the operand's for a
  * reduction) with three running offsets: into the output (ko) and into the
  * operands (ka, kb).  A stride of 0 repeats an element along a dimension:
- * that is broadcasting, and for a reduction's output, accumulation.        */
+ * that is broadcasting, and for a reduction's output, accumulation.
+ *
+ * ad_iter_init merges dimensions that every side steps through as one (a
+ * C-contiguous array of any rank is one dimension), so the innermost loop
+ * is as long as it can be; where it steps by one element on every side
+ * ("unit") the compiler gets a plain indexed loop it can vectorise.       */
 typedef struct ad_iter {
-    int nd;
-    int flat;               /* no broadcasting: one flat index for all */
+    int nd;                 /* dimensions after merging, at least 1 */
+    int unit;               /* the innermost dimension has stride 1 everywhere */
     int64_t size;
     int64_t shape[AD_MAXDIM];
     int64_t so[AD_MAXDIM], sa[AD_MAXDIM], sb[AD_MAXDIM];
@@ -69,36 +74,65 @@ typedef struct ad_view {
 } ad_view;
 
 ad_view ad_entry_view(ad_tape *t, int64_t j, double *scalar_adj);
+int ad_same_shape(const ad_view *x, const ad_view *y);
 void ad_iter_init(ad_iter *it, int nd, const int64_t *shape,
                   const ad_view *o, const ad_view *a, const ad_view *b);
 
+/* Iterations of a unit loop write and read element j_ of each side only,
+ * so no iteration depends on another even where two sides are one array
+ * (x * x): the vectoriser may skip its overlap checks.                   */
+#if defined(__GNUC__) && !defined(__clang__)
+#define AD_IVDEP _Pragma("GCC ivdep")
+#else
+#define AD_IVDEP
+#endif
+
 /* The body (the macro's last argument) runs once per element with ko, ka,
- * kb set; it must not `continue`. */
+ * kb set; it must not `continue` or `break`.  Rows of the innermost
+ * dimension run in a tight loop; an odometer steps the outer ones.       */
 #define AD_ITERATE(it, ...)                                                  \
     do {                                                                     \
-        if ((it)->flat) {                                                    \
-            for (int64_t ko = 0; ko < (it)->size; ++ko) {                    \
-                const int64_t ka = ko, kb = ko;                              \
-                (void)ka; (void)kb;                                          \
-                __VA_ARGS__;                                                 \
-            }                                                                \
+        const ad_iter *it_ = (it);                                           \
+        if (it_->size == 0)                                                  \
             break;                                                           \
-        }                                                                    \
+        const int in_ = it_->nd - 1;                                         \
+        const int64_t n_ = it_->shape[in_];                                  \
+        const int64_t so_ = it_->so[in_], sa_ = it_->sa[in_],                \
+                      sb_ = it_->sb[in_];                                    \
         int64_t idx_[AD_MAXDIM] = {0};                                       \
-        int64_t ko = 0, ka = 0, kb = 0;                                      \
-        for (int64_t n_ = 0; n_ < (it)->size; ++n_) {                        \
-            __VA_ARGS__;                                                     \
-            for (int d_ = (it)->nd - 1; d_ >= 0; --d_) {                     \
-                if (++idx_[d_] < (it)->shape[d_]) {                          \
-                    ko += (it)->so[d_]; ka += (it)->sa[d_];                  \
-                    kb += (it)->sb[d_];                                      \
+        int64_t bo_ = 0, ba_ = 0, bb_ = 0;                                   \
+        (void)sa_; (void)sb_;                                                \
+        for (;;) {                                                           \
+            if (it_->unit) {                                                 \
+                AD_IVDEP                                                     \
+                for (int64_t j_ = 0; j_ < n_; ++j_) {                        \
+                    const int64_t ko = bo_ + j_, ka = ba_ + j_,              \
+                                  kb = bb_ + j_;                             \
+                    (void)ka; (void)kb;                                      \
+                    __VA_ARGS__;                                             \
+                }                                                            \
+            } else {                                                         \
+                for (int64_t j_ = 0; j_ < n_; ++j_) {                        \
+                    const int64_t ko = bo_ + j_ * so_, ka = ba_ + j_ * sa_,  \
+                                  kb = bb_ + j_ * sb_;                       \
+                    (void)ka; (void)kb;                                      \
+                    __VA_ARGS__;                                             \
+                }                                                            \
+            }                                                                \
+            int d_ = in_ - 1;                                                \
+            for (; d_ >= 0; --d_) {                                          \
+                if (++idx_[d_] < it_->shape[d_]) {                           \
+                    bo_ += it_->so[d_]; ba_ += it_->sa[d_];                  \
+                    bb_ += it_->sb[d_];                                      \
                     break;                                                   \
                 }                                                            \
-                ko -= (it)->so[d_] * ((it)->shape[d_] - 1);                  \
-                ka -= (it)->sa[d_] * ((it)->shape[d_] - 1);                  \
-                kb -= (it)->sb[d_] * ((it)->shape[d_] - 1);                  \
+                bo_ -= it_->so[d_] * (it_->shape[d_] - 1);                   \
+                ba_ -= it_->sa[d_] * (it_->shape[d_] - 1);                   \
+                bb_ -= it_->sb[d_] * (it_->shape[d_] - 1);                   \
                 idx_[d_] = 0;                                                \
             }                                                                \
+            if (d_ < 0)                                                      \
+                break;                                                       \
         }                                                                    \
     } while (0)
 
@@ -108,7 +142,9 @@ int ad_forward_entry(ad_tape *t, int64_t i, int check);
  * even where the partial d is infinite or NaN (CppAD's azmul). */
 static inline double ad_azmul(double d, double t)
 {
-    return t == 0.0 ? 0.0 : d * t;
+    /* the product first, then a select: no branch, so loops vectorise */
+    const double p = d * t;
+    return t == 0.0 ? 0.0 : p;
 }
 
 /* Scratch blocks of the tangent and second-order sweeps (blocks.c):
@@ -147,5 +183,13 @@ static inline uint8_t ad_inherited_flags(const ad_tape *t, int op, int64_t a,
     return f;
 }
 int ad_block_prepare(ad_tape *t, int64_t i, int mode);
+/* Before a reverse kernel adds into entry j's adjoint block: returns 1
+ * when the block is still unset and the kernel writes each of its
+ * elements exactly once (can_assign), which then reads the old value as
+ * 0 without loading it; otherwise zeroes an unset block now and returns
+ * 0.  Scalar entries (their adjoints are zeroed per sweep): 0.          */
+int ad_adjoint_claim(ad_tape *t, int64_t j, int can_assign);
+/* Entry j's adjoint zeroed if it is still unset, for readers. */
+void ad_adjoint_settle(ad_tape *t, int64_t j);
 
 #endif

@@ -38,7 +38,8 @@ static int hands_float(const ad_tape *t, int64_t i, int k)
     case AD_SIGMOID: case AD_SIN: case AD_COS: case AD_SQRT: case AD_SUM:
     case AD_RESHAPE: case AD_EXTERN: case AD_MAXIMUM: case AD_MINIMUM:
     case AD_SELECT: case AD_MAX: case AD_MIN: case AD_GATHER: case AD_SCATTER:
-    case AD_LT: case AD_LE: case AD_EQ: case AD_NE: case AD_NUM_OPS:
+    case AD_LT: case AD_LE: case AD_EQ: case AD_NE: case AD_SQUARE:
+    case AD_NUM_OPS:
         return 1;
     }
     return 1;
@@ -56,11 +57,17 @@ static int reverse_extern(ad_tape *t, int64_t i)
     return AD_OK;
 }
 
+/* In a fresh (ACCUM) sweep an operand's adjoint block may still be unset
+ * (ad_adjoint_claim): a kernel that writes each of its elements once reads
+ * the old value as (z ? 0 : old), so the block needs no memset first.     */
 static int reverse_array(ad_tape *t, double *g, int64_t i, int check)
 {
     int op = t->op[i];
+    const int accum = g != t->grad;
     if (op == AD_LEAF)
         return AD_OK;
+    if (accum && t->blk[t->aux[i]].adj_unset)
+        return AD_OK;           /* nothing reached it: a zero adjoint */
     if (op == AD_EXTERN)
         return reverse_extern(t, i);
     ad_view o = ad_entry_view(t, i, g);
@@ -68,10 +75,14 @@ static int reverse_array(ad_tape *t, double *g, int64_t i, int check)
     ad_view b = t->b[i] >= 0 ? ad_entry_view(t, t->b[i], g) : a;
     const double c = t->imm[i];
     ad_iter it;
+#define CLAIM(j, once) (accum ? ad_adjoint_claim(t, (j), (once)) : 0)
     if (op == AD_SUM) {
+        /* over the operand's elements: each written once */
+        const int za = CLAIM(t->a[i], 1);
         ad_iter_init(&it, a.ndim, a.shape, &o, &a, 0);
-        AD_ITERATE(&it, a.adj[ka] += o.adj[ko] / c);
+        AD_ITERATE(&it, a.adj[ka] = (za ? 0.0 : a.adj[ka]) + o.adj[ko] / c);
     } else if (op == AD_MAX || op == AD_MIN) {
+        CLAIM(t->a[i], 0);
         /* the gradient goes to the elements equal to the result, split
          * evenly among ties; the others (and NaN results) get nothing */
         double *ties = ad_ties(t, i);
@@ -85,43 +96,63 @@ static int reverse_array(ad_tape *t, double *g, int64_t i, int check)
         free(ties);
     } else if (op == AD_RESHAPE) {
         int64_t size = t->blk[t->aux[i]].size;
+        const int za = CLAIM(t->a[i], 1);
         for (int64_t k = 0; k < size; ++k)
-            a.adj[k] += o.adj[k];
+            a.adj[k] = (za ? 0.0 : a.adj[k]) + o.adj[k];
     } else if (op == AD_GATHER || op == AD_SCATTER) {
-        /* repeated indices accumulate */
+        /* repeated indices accumulate; a scatter's operand is written
+         * once per element */
         const ad_block *bk = &t->blk[t->aux[i]];
+        const int za = CLAIM(t->a[i], op == AD_SCATTER);
         if (op == AD_GATHER)
             for (int64_t k = 0; k < bk->nmap; ++k)
                 a.adj[bk->map[k]] += o.adj[k];
         else
             for (int64_t k = 0; k < bk->nmap; ++k)
-                a.adj[k] += o.adj[bk->map[k]];
+                a.adj[k] = (za ? 0.0 : a.adj[k]) + o.adj[bk->map[k]];
     } else {
-        /* a constant operand has no adjoint: its share goes to a sink */
-        double sink = 0.0;
+        /* A constant operand has no adjoint block: the loop for a binary
+         * op with one leaves it out.  A zero adjoint contributes exactly
+         * nothing (ad_azmul), branch-free so the loops vectorise.         */
         const int avar = (t->flags[t->a[i]] & AD_FLAG_VARIABLE) != 0;
         const int bvar = t->b[i] >= 0 && (t->flags[t->b[i]] & AD_FLAG_VARIABLE);
+        /* an operand of the output's shape (not broadcast) that is not
+         * also the other one is written once per element */
+        const int two = t->a[i] == t->b[i];
+        const int za = avar ? CLAIM(t->a[i], !two && ad_same_shape(&a, &o)) : 0;
+        const int zb = bvar ? CLAIM(t->b[i], !two && ad_same_shape(&b, &o)) : 0;
         ad_iter_init(&it, o.ndim, o.shape, &o, &a, &b);
+        double *const ga = a.adj, *const gb = b.adj;
+        const double *const gv = o.adj, *const xv = a.val, *const yv = b.val,
+                     *const vv = o.val;
         switch ((enum ad_op)op) {
-#define GA (*(avar ? &a.adj[ka] : &sink))
-#define GB (*(bvar ? &b.adj[kb] : &sink))
+#define OPERANDS                                                             \
+            const double g = gv[ko], x = xv[ka], y = yv[kb], v = vv[ko];     \
+            (void)x; (void)y; (void)v; (void)c
 #define ARRAY_CASE(OP, AR, EXPR, DA, DB, DAA, DAB, DBB)                      \
         case OP:                                                             \
-            AD_ITERATE(&it, {                                                \
-                double g = o.adj[ko];                                        \
-                if (g != 0.0) {         /* zero adjoints stay zero */        \
-                    double x = a.val[ka], y = b.val[kb], v = o.val[ko];      \
-                    (void)x; (void)y; (void)v; (void)c;                      \
-                    GA += (DA) * g;                                          \
+            if (AR == 1 || (avar && bvar))                                   \
+                AD_ITERATE(&it, {                                            \
+                    OPERANDS;                                                \
+                    ga[ka] = (za ? 0.0 : ga[ka]) + ad_azmul((DA), g);        \
                     if (AR == 2)                                             \
-                        GB += (DB) * g;                                      \
-                }                                                            \
-            });                                                              \
+                        gb[kb] = (zb ? 0.0 : gb[kb]) + ad_azmul((DB), g);    \
+                });                                                          \
+            else if (avar)                                                   \
+                AD_ITERATE(&it, {                                            \
+                    OPERANDS;                                                \
+                    ga[ka] = (za ? 0.0 : ga[ka]) + ad_azmul((DA), g);        \
+                });                                                          \
+            else                                                             \
+                AD_ITERATE(&it, {                                            \
+                    OPERANDS;                                                \
+                    gb[kb] = (zb ? 0.0 : gb[kb]) + ad_azmul((DB), g);        \
+                });                                                          \
             break;
         AD_ELEMENTWISE_RULES(ARRAY_CASE)
 #undef ARRAY_CASE
-#undef GA
-#undef GB
+#undef OPERANDS
+#undef CLAIM
         case AD_LEAF: case AD_SUM: case AD_MAX: case AD_MIN: case AD_RESHAPE:
         case AD_GATHER: case AD_SCATTER: case AD_EXTERN: case AD_NUM_OPS:
             break;
@@ -260,8 +291,15 @@ int ad_backward_arrays(ad_tape *t, int64_t nseeds, const int64_t *idx,
             ad_block *bk = &t->blk[t->aux[idx[k]]];
             double *ga = mode == AD_SWEEP_INPLACE ? bk->grad : bk->adj;
             const double *sa = seed_arrays ? seed_arrays[k] : 0;
-            for (int64_t e = 0; e < bk->size; ++e)
-                ga[e] += sa ? sa[e] : seed[k];
+            const int z = mode == AD_SWEEP_ACCUM && ad_adjoint_claim(t, idx[k], 1);
+            const double s = seed[k];
+            const int64_t size = bk->size;
+            if (sa)
+                for (int64_t e = 0; e < size; ++e)
+                    ga[e] = (z ? 0.0 : ga[e]) + sa[e];
+            else
+                for (int64_t e = 0; e < size; ++e)
+                    ga[e] = (z ? 0.0 : ga[e]) + s;
         } else if (mode == AD_SWEEP_INPLACE) {
             g[idx[k]] = seed[k];        /* micrograd: self.grad = 1 */
             f[idx[k]] &= (uint8_t)~AD_FLAG_GRAD_FLOAT;
@@ -306,6 +344,9 @@ int ad_backward_arrays(ad_tape *t, int64_t nseeds, const int64_t *idx,
                 continue;
             }
             ad_block *bk = &t->blk[t->aux[i]];
+            if (bk->adj_unset && bk->grad)
+                continue;               /* this sweep gave it nothing */
+            ad_adjoint_settle(t, i);
             if (!bk->grad) {
                 /* the first gradient is this sweep's adjoint: keep the
                  * block instead of copying it (a new one comes next sweep) */
@@ -313,8 +354,11 @@ int ad_backward_arrays(ad_tape *t, int64_t nseeds, const int64_t *idx,
                 bk->adj = 0;
                 continue;
             }
-            for (int64_t e = 0; e < bk->size; ++e)
-                bk->grad[e] += bk->adj[e];
+            double *gr = bk->grad;
+            const double *ad = bk->adj;
+            const int64_t size = bk->size;
+            for (int64_t e = 0; e < size; ++e)
+                gr[e] += ad[e];
         }
     return AD_OK;
 }

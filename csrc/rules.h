@@ -75,7 +75,10 @@
     X(AD_LT,      2, x < y ? 1.0 : 0.0,  0.0, 0.0, 0.0, 0.0, 0.0)            \
     X(AD_LE,      2, x <= y ? 1.0 : 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)            \
     X(AD_EQ,      2, x == y ? 1.0 : 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)            \
-    X(AD_NE,      2, x != y ? 1.0 : 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+    X(AD_NE,      2, x != y ? 1.0 : 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)             \
+    /* arrays' x**2: NumPy squares (x * x); POWC keeps Python's pow for      \
+     * scalars, and the vectorised x * x is many times cheaper than pow */   \
+    X(AD_SQUARE,  1, x * x,    2.0 * x, 0.0, 2.0, 0.0, 0.0)
 
 /* The comparisons: their entries never depend on a variable. */
 #define AD_IS_COMPARISON(op)                                                 \

@@ -16,8 +16,9 @@ try:
 except ImportError:          # NumPy < 2
     from numpy.core.numeric import normalize_axis_tuple
 
-from . import _core
+from . import _core, buffers
 from ._core import TapeError, ffi, lib
+from .extern import ExternRule, record_extern
 from .tape import NO_GRAD, current_tape, recording_tape, state
 from .value import BINARY, UNARY, Value
 
@@ -31,7 +32,10 @@ def _as_float_array(data):
     if arr.dtype.kind not in "biuf":
         raise TypeError("Array() takes real numbers (bool, int or float "
                         f"data), not {arr.dtype} data")
-    return np.array(arr, dtype=np.float64, order="C", copy=True)
+    if arr.size < buffers.BUFFER_MIN:
+        return np.array(arr, dtype=np.float64, order="C", copy=True)
+    return buffers.copy(arr)
+
 
 
 def _broadcast_shape(op, a, b):
@@ -90,7 +94,7 @@ class Array:
         p = lib.ad_array_grad(t._c, self._i)
         if p == ffi.NULL:
             return np.zeros(shape)
-        return np.frombuffer(ffi.buffer(p, 8 * self._d.size)).reshape(shape).copy()
+        return buffers.copy(np.frombuffer(ffi.buffer(p, 8 * self._d.size)).reshape(shape))
 
     @grad.setter
     def grad(self, value):
@@ -208,69 +212,128 @@ class Array:
 
 
 _LEAF = OPS["LEAF"]
+_SQUARE = OPS["SQUARE"]      # a ** 2, computed as NumPy does: a * a
+
+
+# Looked up once: the recording path runs these for every operation.
+_DOUBLES = ffi.typeof("double[]")
+_from_buffer = ffi.from_buffer
+_object_new = object.__new__
+_array_append = lib.ad_array_append
+_NULL = ffi.NULL
 
 
 def _values_pointer(t, arr):
-    """arr's memory for the C tape (a valid pointer even when arr is empty)."""
+    """arr's memory for the C tape (a valid pointer even when arr is empty).
+    C writes only the values of results, which are fresh arrays; a leaf's
+    values (an imported Array's may be read-only) are only read."""
     if arr.size:
-        return ffi.from_buffer("double[]", arr, require_writable=True)
+        return _from_buffer(_DOUBLES, arr)
     val = ffi.new("double[1]")        # never read
     t.keep_alive(val)
     return val
 
 
-def _append(t, obj, op, a, b, imm, arr, variable=True, same_shape=False):
+# Small results are rows of a read-only block of _POOL_ROWS of one shape:
+# a view costs less than a new array, its memory address, and making it
+# read-only.  A row keeps its block alive, so only small ones are pooled.
+_POOL_ROWS = 64
+_POOL_MAX = 64           # elements
+
+
+def _pool_block(t, shape):
+    """A fresh block of rows of this shape: [rows, address, next row, size],
+    or False where a row would be too big to pool."""
+    size = 1
+    for n in shape:
+        size *= n
+    if not shape or not 0 < size <= _POOL_MAX:
+        t.pools[shape] = False
+        return False
+    rows = np.empty((_POOL_ROWS,) + shape)
+    rows.setflags(write=False)        # C writes through the address only
+    t.pools[shape] = block = [rows, _from_buffer(_DOUBLES, rows), 0, size]
+    return block
+
+
+def _append(t, obj, op, a, b, imm, arr, variable=True, same_shape=False,
+            index_map=None, shape=None):
     """Record entry (op, a, b, imm) on the open tape t with values in arr (C
     computes them) as obj, which becomes an Array on t.  A leaf is a
     variable (it gets gradients) or a constant.  same_shape: arr has operand
-    a's shape, which C then takes from a (no shape to pass)."""
+    a's shape, which C then takes from a (no shape to pass).  A gather or
+    scatter passes its index_map (flat int64 indices).  arr None: a result
+    of this shape, in memory found here.
+
+    Every array operation runs this, so it is one function: a chain of
+    small-array operations costs what this path costs."""
     if len(t.nodes) != t.nflushed:
         t.flush()                     # entries below must be in C first
-    val = _values_pointer(t, arr)
+    pooled = False
+    if arr is None:
+        block = t.pools.get(shape)
+        if block is None or (block and block[2] == _POOL_ROWS):
+            block = _pool_block(t, shape)
+        if block:
+            j = block[2]
+            block[2] = j + 1
+            arr = block[0][j]
+            val = block[1] + j * block[3]
+            pooled = True
+        else:
+            arr = buffers.empty(shape)
+    if not pooled:
+        val = _from_buffer(_DOUBLES, arr) if arr.size else _values_pointer(t, arr)
     if same_shape:
-        status = lib.ad_array_append(t._c, op, a, b, imm, val, -1, ffi.NULL)
+        status = _array_append(t._c, op, a, b, imm, val, -1, _NULL)
     else:
         shape = ffi.new("int64_t[]", arr.shape or (0,))
-        if op == _LEAF:
+        if index_map is not None:
+            cmap = _from_buffer("int64_t[]", index_map) if index_map.size else _NULL
+            status = lib.ad_array_append_map(t._c, op, a, val, arr.ndim, shape,
+                                             cmap, index_map.size)
+        elif op == _LEAF:
             status = lib.ad_array_leaf(t._c, val, arr.ndim, shape, variable)
         else:
-            status = lib.ad_array_append(t._c, op, a, b, imm, val, arr.ndim, shape)
+            status = _array_append(t._c, op, a, b, imm, val, arr.ndim, shape)
     if status:
         _core.check(status, t._c)
-    return _keep_result(t, obj, op, arr)
-
-
-def _keep_result(t, obj, op, arr):
-    """obj becomes the Array of the entry just appended to t's C tape."""
+    # obj becomes the Array of the entry just appended
     obj._d = arr
     obj._t = t
-    obj._i = len(t.nodes)
-    t.nodes.append(obj)
-    t.nflushed += 1
-    if op != _LEAF:
-        arr.flags.writeable = False   # the tape's record of a result
+    nodes = t.nodes
+    obj._i = i = len(nodes)
+    nodes.append(obj)
+    t.nflushed = i + 1                # flushed above
+    if op != _LEAF and not pooled:
+        arr.setflags(write=False)     # the tape's record of a result
     t.array_elems += arr.size
     if t.array_elems > t.compact_elems:
         t.compact()                   # big arrays fill memory before entries do
-    if obj._i >= t.limit:
+    if i >= t.limit:
         t.spill()                     # room in the record buffer, as scalars do
     return obj
 
 
 def _new(cls, t, op, a, b, imm, shape, numpy_equivalent=None, same_shape=False):
-    """A new result entry.  Where it holds a NaN or an infinity, anomaly
-    mode names the op; otherwise numpy_equivalent() runs the same operation
-    in NumPy, for NumPy's own warnings under np.errstate (log(0), 1/0 ...)."""
-    out = _append(t, object.__new__(cls), op, a, b, imm, np.empty(shape),
-                  same_shape=same_shape)
+    """A new result entry (see _checked)."""
+    out = _append(t, object.__new__(cls), op, a, b, imm, None,
+                  same_shape=same_shape, shape=tuple(shape))
     if t._c.last_nonfinite:
-        if state.anomaly:
-            kind = "nan" if np.isnan(out._d).any() else "inf"
-            raise FloatingPointError(f"{_core.OP_NAMES[op]} at tape index "
-                                     f"{out._i} produced {kind}")
-        if numpy_equivalent is not None:
-            numpy_equivalent()
+        _nonfinite(out, op, numpy_equivalent)
     return out
+
+
+def _nonfinite(out, op, numpy_equivalent):
+    """A result just recorded holds a NaN or an infinity: anomaly mode names
+    the op; otherwise numpy_equivalent() runs the same operation in NumPy,
+    for NumPy's own warnings under np.errstate (log(0), 1/0 ...)."""
+    if state.anomaly:
+        kind = "nan" if np.isnan(out._d).any() else "inf"
+        raise FloatingPointError(f"{_core.OP_NAMES[op]} at tape index "
+                                 f"{out._i} produced {kind}")
+    if numpy_equivalent is not None:
+        numpy_equivalent()
 
 
 def _operand(x, t):
@@ -299,7 +362,8 @@ def _binary(self, other, name):
     reflected = vv_op is None
     if isinstance(other, numbers.Real) and not isinstance(other, (bool, np.bool_)):
         c = -float(other) if cexpr == "-other" else float(other)
-        return _new(Array, t, OPS[vc_op], _operand(self, t)[0], -1, c, self._d.shape,
+        op = _SQUARE if vc_op == "POWC" and c == 2.0 else OPS[vc_op]
+        return _new(Array, t, op, _operand(self, t)[0], -1, c, self._d.shape,
                     lambda: _detached_binary(self, other, name), same_shape=True)
     if not isinstance(other, (Array, Value, np.ndarray, list, tuple)):
         return NotImplemented
@@ -389,17 +453,60 @@ def _detached_binary(self, other, name):
     return _detached(_NUMPY_BINARY[name](self._d, _plain(other)))
 
 
+def _binary_method(name):
+    """Array's operator `name`.  The common cases (an Array of the same
+    shape on the same tape, a Python number) go straight to _new, the rest
+    through _binary: a chain of small-array operations costs what this
+    path costs."""
+    vv_op, vc_op, cexpr = BINARY[name]
+    vv = OPS[vv_op] if vv_op else None
+    vc, negate, powc = OPS[vc_op], cexpr == "-other", vc_op == "POWC"
+
+    def method(self, other):
+        t = state.rec
+        if self._t is t and t is not NO_GRAD:
+            cls = other.__class__
+            if cls is float or cls is int:
+                c = -float(other) if negate else float(other)
+                op = _SQUARE if powc and c == 2.0 else vc
+                out = _append(t, _object_new(Array), op, self._i, -1, c,
+                              None, True, True, None, self._d.shape)
+            elif cls is Array and vv is not None and other._d.shape == self._d.shape:
+                b = other._i if other._t is t else t.adopt(other)._i
+                op = vv
+                out = _append(t, _object_new(Array), op, self._i, b, 0.0,
+                              None, True, True, None, self._d.shape)
+            else:
+                return _binary(self, other, name)
+            if t._c.last_nonfinite:
+                _nonfinite(out, op, lambda: _detached_binary(self, other, name))
+            return out
+        return _binary(self, other, name)
+    method.__name__ = name
+    return method
+
+
+def _unary_method(name):
+    op, numpy_fn = OPS[UNARY[name]], NUMPY_UNARY[name]
+
+    def method(self):
+        t = state.rec
+        if self._t is t and t is not NO_GRAD:
+            out = _append(t, _object_new(Array), op, self._i, -1, 0.0, None,
+                          True, True, None, self._d.shape)
+            if t._c.last_nonfinite:
+                _nonfinite(out, op, lambda: numpy_fn(self._d))
+            return out
+        return _unary(self, name)
+    method.__name__ = name
+    return method
+
+
 def _install():
     for name in BINARY:
-        def method(self, other, _name=name):
-            return _binary(self, other, _name)
-        method.__name__ = name
-        setattr(Array, name, method)
+        setattr(Array, name, _binary_method(name))
     for name in UNARY:
-        def method(self, _name=name):
-            return _unary(self, _name)
-        method.__name__ = name
-        setattr(Array, name, method)
+        setattr(Array, name, _unary_method(name))
 
 
 _install()
@@ -417,7 +524,10 @@ def _unbroadcast(x, shape):
     return x
 
 
-def _matmul_vjp(g, out, a, b, needs=(True, True)):
+def _matmul_vjp(g, out, a, b, needs=(True, True), into=(None, None)):
+    if a.ndim == 2 and b.ndim == 2:     # matrices: no promotion, no sums
+        return (_product(g, b.T, into[0]) if needs[0] else None,
+                _product(a.T, g, into[1]) if needs[1] else None)
     a2 = a[np.newaxis, :] if a.ndim == 1 else a
     b2 = b[:, np.newaxis] if b.ndim == 1 else b
     # g in the shape of the product of the 2-D (or batched) promotions
@@ -425,10 +535,25 @@ def _matmul_vjp(g, out, a, b, needs=(True, True)):
                     + (a2.shape[-2], b2.shape[-1]))
     ga = gb = None
     if needs[0]:
-        ga = _unbroadcast(g2 @ np.swapaxes(b2, -1, -2), a2.shape).reshape(a.shape)
+        ga = _unbroadcast(_product(g2, np.swapaxes(b2, -1, -2), into[0]),
+                          a2.shape).reshape(a.shape)
     if needs[1]:
-        gb = _unbroadcast(np.swapaxes(a2, -1, -2) @ g2, b2.shape).reshape(b.shape)
+        gb = _unbroadcast(_product(np.swapaxes(a2, -1, -2), g2, into[1]),
+                          b2.shape).reshape(b.shape)
     return ga, gb
+
+
+def _product(x, y, into=None):
+    """x @ y.  A product of float64 matrices goes into `into` where that
+    has its shape (an adjoint block: no copy after), else into memory from
+    the block cache, as big results and gradients are made every step."""
+    if x.ndim == 2 and y.ndim == 2 and x.dtype == y.dtype == np.float64 \
+            and x.shape[1] == y.shape[0]:
+        shape = (x.shape[0], y.shape[1])
+        if into is None or into.shape != shape:
+            into = buffers.empty(shape)
+        return np.matmul(x, y, out=into)
+    return np.matmul(x, y)
 
 
 _MATMUL = None
@@ -438,18 +563,16 @@ def matmul_rule():
     """The extern rule of matrix products (a saved tape names it)."""
     global _MATMUL
     if _MATMUL is None:
-        from .extern import ExternRule
         _MATMUL = ExternRule(np.matmul, _matmul_vjp, "matmul", takes_needs=True,
-                             bilinear=True)
+                             bilinear=True, pure=True)
     return _MATMUL
 
 
 def matmul(a, b):
     """a @ b with NumPy's rules (1-D, 2-D and batched)."""
-    from .extern import record_extern
     pa, pb = _plain(a), _plain(b)
     try:
-        value = np.matmul(pa, pb)
+        value = _product(np.asarray(pa), np.asarray(pb))
     except ValueError:
         raise ValueError(f"matmul: shapes {np.shape(pa)} and {np.shape(pb)} are "
                          "not aligned") from None
@@ -474,15 +597,9 @@ def _gather(self, select):
 
 def _mapped(t, op, a, shape, index_map):
     index_map = np.ascontiguousarray(index_map, dtype=np.int64).reshape(-1)
-    arr = np.empty(shape)
     t._check_open()
-    t.flush()
-    cmap = ffi.from_buffer("int64_t[]", index_map) if index_map.size else ffi.NULL
-    status = lib.ad_array_append_map(
-        t._c, op, a, _values_pointer(t, arr), arr.ndim,
-        ffi.new("int64_t[]", arr.shape or (0,)), cmap, index_map.size)
-    _core.check(status, t._c)
-    return _keep_result(t, object.__new__(Array), op, arr)
+    return _append(t, object.__new__(Array), op, a, -1, 0.0, np.empty(shape),
+                   index_map=index_map)
 
 
 def _scatter(x, shape, positions):

@@ -6,6 +6,19 @@ import numpy as np
 
 from . import _core
 from .tape import NO_GRAD, recording_tape
+from .value import Value, _detached as _detached_value
+
+_array_module = None
+
+
+def _arrays():
+    """pyautodiff.array, which imports this module (bound on first use, as
+    an import statement in a function costs more than recording an entry)."""
+    global _array_module
+    if _array_module is None:
+        from . import array
+        _array_module = array
+    return _array_module
 
 OPS = _core.OPS
 
@@ -19,20 +32,31 @@ class ExternRule:
     output, *inputs) -> the output's tangent (a tangent is None for a
     constant input).  A bilinear rule (a matrix product) derives both from
     forward and vjp: its tangent is forward(ta, b) + forward(a, tb), and the
-    tangent of its vjp is vjp(dg, a, b) + vjp(g, ta, tb)."""
+    tangent of its vjp is vjp(dg, a, b) + vjp(g, ta, tb).
 
-    __slots__ = ("forward", "vjp", "name", "takes_needs", "jvp", "bilinear")
+    A pure rule (ours, not a user's) neither keeps nor changes the arrays
+    it is given, so the sweep hands it the adjoint block itself.  Its
+    forward returns a new array (recorded without a copy), and its vjp
+    takes into=[array or None per input]: an operand's adjoint block that
+    holds nothing yet, where the rule may write that cotangent (returning
+    the block itself) instead of making a new array to be copied in."""
+
+    __slots__ = ("forward", "vjp", "name", "takes_needs", "jvp", "bilinear",
+                 "pure")
 
     def __init__(self, forward, vjp, name, takes_needs=False, jvp=None,
-                 bilinear=False):
+                 bilinear=False, pure=False):
         self.forward = forward
         self.vjp = vjp
         self.name = name
         self.takes_needs = takes_needs
         self.jvp = jvp
         self.bilinear = bilinear
+        self.pure = pure
 
-    def cotangents(self, g, out, inputs, needs):
+    def cotangents(self, g, out, inputs, needs, into=None):
+        if into is not None:        # a pure rule
+            return self.vjp(g, out, *inputs, needs=needs, into=into)
         if self.takes_needs:        # skips the cotangents of constants
             return self.vjp(g, out, *inputs, needs=needs)
         return self.vjp(g, out, *inputs)
@@ -71,18 +95,19 @@ class ExternRule:
 def record_extern(rule, operands, value):
     """Record value = rule.forward(*operands) (already computed) as one
     entry on the recording tape; operands are one or two Values/Arrays."""
-    from .array import Array, _append, _operand
-    from .value import Value
+    arrays = _arrays()
     t = recording_tape()
-    idx = [_operand(x, t)[0] for x in operands] + [-1]
-    if np.ndim(value) == 0 and all(isinstance(x, Value) for x in operands):
+    idx = [arrays._operand(x, t)[0] for x in operands] + [-1]
+    if all(isinstance(x, Value) for x in operands) and np.ndim(value) == 0:
         t.flush()
         out = t.record(Value, OPS["EXTERN"], idx[0], idx[1], 0.0, float(value))
         t.flush()
     else:
-        arr = np.array(value, dtype=np.float64, order="C", copy=True)
-        out = _append(t, object.__new__(Array), OPS["EXTERN"], idx[0], idx[1],
-                      0.0, arr)
+        # a pure rule's value is a new array of its own: no copy
+        arr = np.array(value, dtype=np.float64, order="C",
+                       copy=None if rule.pure else True)
+        out = arrays._append(t, object.__new__(arrays.Array), OPS["EXTERN"],
+                             idx[0], idx[1], 0.0, arr)
     t.externs[out._i] = rule
     return out
 
@@ -97,8 +122,7 @@ def custom_op(forward, vjp, jvp=None):
     ``jvp(tangents, output, *inputs) -> output tangent`` (a tangent is None
     for an input that does not move) the op also works in forward mode
     (``ad.jvp``, ``ad.hvp``'s tangent sweep)."""
-    from .array import Array
-    from .value import Value
+    Array = _arrays().Array
 
     name = getattr(forward, "__name__", "custom_op")
 
@@ -149,8 +173,7 @@ def custom_op(forward, vjp, jvp=None):
 
 def _wrap_plain(value, inputs):
     """A result computed without recording: plain when the inputs were."""
-    from .array import Array, _detached
-    from .value import Value, _detached as _detached_value
+    Array, _detached = _arrays().Array, _arrays()._detached
     if any(isinstance(x, Array) for x in inputs) or np.ndim(value) > 0:
         if any(isinstance(x, (Value, Array)) for x in inputs):
             return _detached(value)

@@ -30,12 +30,17 @@ from _thread import get_ident
 
 import numpy as np
 
-from . import _core
+from . import _core, buffers
 from ._core import TapeError, ffi, lib
 
 SPILL_EVERY = 1 << 15      # records buffered in Python before a flush to C
 COMPACT_MIN = 1 << 16      # entries a tape may grow by before a compaction
-COMPACT_MIN_ELEMENTS = 1 << 23   # ... and array elements (64 MiB of values)
+COMPACT_MIN_ELEMENTS = 1 << 18   # ... and array elements (2 MiB of values)
+# Array elements recorded per entry of the tape before a compaction, so
+# that compacting a tape of many entries stays cheap per element.
+COMPACT_ELEMENTS_PER_ENTRY = 16
+# ... and at least this many more when an explicit tape's block ends
+RELEASE_COMPACT_ELEMENTS = 1 << 13
 
 _pack_into = struct.Struct(_core.RECORD_FORMAT).pack_into
 RECORD_SHIFT = 5                 # record i starts at byte i << RECORD_SHIFT
@@ -131,8 +136,9 @@ class Tape:
     __slots__ = ("_c", "nodes", "buf", "limit", "nflushed", "tid", "closed",
                  "parent", "imports", "compact_at", "_tokens", "_frozen",
                  "custom", "_entered", "_kept", "array_elems", "compact_elems",
+                 "live_elems",
                  "_frozen_arrays", "externs", "sweep_mode", "callback_error",
-                 "guards", "generation", "__weakref__")
+                 "guards", "generation", "pools", "__weakref__")
 
     def __init__(self):
         self._c = _core.new_tape()
@@ -146,8 +152,10 @@ class Tape:
         self.compact_at = COMPACT_MIN
         self.array_elems = 0     # elements of the array entries on the tape
         self.compact_elems = COMPACT_MIN_ELEMENTS
+        self.live_elems = 0      # array elements left by the last compaction
         self.custom = 0          # nodes whose derivative rule is Python code
         self._kept = []          # cdata the C tape points into
+        self.pools = {}          # shape -> block of small results (array.py)
         self._frozen_arrays = {}
         self.externs = {}        # entry -> rule of an AD_EXTERN entry
         self.sweep_mode = _core.SWEEP_ACCUM
@@ -251,8 +259,11 @@ class Tape:
         self.compact_at = max(2 * len(nodes), len(nodes) + COMPACT_MIN)
         self.array_elems = sum(np.size(node._d) for node in nodes
                                if isinstance(node._d, np.ndarray))
-        self.compact_elems = max(2 * self.array_elems,
-                                 self.array_elems + COMPACT_MIN_ELEMENTS)
+        # soon enough that the arrays nothing holds go back to the block
+        # cache (and the next step's arrays reuse them) before many pile up
+        self.live_elems = self.array_elems
+        self.compact_elems = max(2 * self.array_elems, self.array_elems + max(
+            COMPACT_MIN_ELEMENTS, COMPACT_ELEMENTS_PER_ENTRY * len(nodes)))
         del self.buf[(len(nodes) + 2 * SPILL_EVERY) << RECORD_SHIFT:]
         self._update_limit()
 
@@ -355,7 +366,10 @@ class Tape:
             self._c, *_seed_arguments(idx, seeds), mode,
             1 if state.anomaly else 0), self._c, self)
         if imports:
-            swept = [self._grad_now(p) - b for p, b in zip(imports, before)]
+            # an Array's first gradient is what this sweep gave it: its
+            # block itself is the seed (no copy, no difference)
+            swept = [self._grad_now(p, copy=False) if b is None else
+                     self._grad_now(p) - b for p, b in zip(imports, before)]
             self._backward_imports(max(idx), swept)
 
     def tangent(self, idx, seeds, hi=None):
@@ -385,25 +399,36 @@ class Tape:
         size = int(np.prod(shape)) if shape else 1
         return np.frombuffer(ffi.buffer(p, 8 * size)).reshape(shape)
 
-    def _grad_now(self, node):
-        """node's gradient as stored now (a float, or an Array's copy)."""
+    def _grad_now(self, node, copy=True):
+        """node's gradient as stored now: a float, an Array's gradient (a
+        copy, or with copy=False its block itself), or None for an Array
+        that has none yet."""
         if node._i >= self.nflushed:
             return 0.0
         if self._c.aux[node._i] < 0:
             return self._c.grad[node._i]
-        return node.grad
+        p = lib.ad_array_grad(self._c, node._i)
+        if p == ffi.NULL:
+            return None
+        d = node._d
+        g = np.frombuffer(ffi.buffer(p, 8 * d.size)).reshape(d.shape)
+        return buffers.copy(g) if copy else g
 
     # -- extern entries (rules in Python, called from the C sweeps) ---------
 
     def adjoint_view(self, j):
         """Entry j's adjoint in the sweep under way, as a writable array of
         the entry's shape (0-d for a scalar)."""
-        p = lib.ad_entry_adjoint(self._c, j, self.sweep_mode)
+        return self._entry_array(j, lib.ad_entry_adjoint(self._c, j, self.sweep_mode))
+
+    def _entry_array(self, j, p):
+        """The doubles at p as an array of entry j's shape."""
         if p == ffi.NULL:
             raise MemoryError("out of memory for adjoints")
-        shape = np.shape(self.nodes[j]._d)
-        size = int(np.prod(shape)) if shape else 1
-        return np.frombuffer(ffi.buffer(p, 8 * size)).reshape(shape)
+        d = self.nodes[j]._d
+        if d.__class__ is not np.ndarray:           # a scalar's one double
+            return np.frombuffer(ffi.buffer(p, 8)).reshape(())
+        return np.frombuffer(ffi.buffer(p, 8 * d.size)).reshape(d.shape)
 
     def entry_value(self, j):
         """Entry j's value as the C tape has it (a replay may have changed
@@ -426,12 +451,32 @@ class Tape:
         if not g.any():
             return
         operands, needs, inputs = self._extern_operands(i)
-        cotangents = self.externs[i].cotangents(g.copy(), self.entry_value(i),
-                                                inputs, needs)
-        for j, ct, need in zip(operands, cotangents, needs):
-            if ct is not None and need:
-                view = self.adjoint_view(j)
-                view += np.asarray(ct, dtype=np.float64).reshape(view.shape)
+        rule = self.externs[i]
+        # the operands' adjoints: a block that holds nothing yet this sweep
+        # is assigned its cotangent (by a pure rule, written in place)
+        unset = ffi.new("int *")
+        targets = []
+        for j, need in zip(operands, needs):
+            view = self._entry_array(j, lib.ad_entry_adjoint_claim(
+                self._c, j, self.sweep_mode, unset)) if need else None
+            targets.append((view, need and unset[0]))
+        if rule.pure:
+            cotangents = rule.cotangents(g, self.entry_value(i), inputs, needs,
+                                         [v if fresh else None for v, fresh in targets])
+        else:
+            cotangents = rule.cotangents(g.copy(), self.entry_value(i), inputs, needs)
+        for (view, fresh), ct, need in zip(targets, cotangents, needs):
+            if not need:
+                continue
+            if ct is None:
+                if fresh:
+                    view[...] = 0.0
+            elif ct is not view:
+                ct = np.asarray(ct, dtype=np.float64).reshape(view.shape)
+                if fresh:
+                    np.copyto(view, ct)
+                else:
+                    view += ct
 
     def extern_tangent(self, i):
         """The C tangent sweep reached extern entry i: its tangent from
@@ -491,7 +536,7 @@ class Tape:
 
     def frozen_array_grad(self, i, shape):
         g = self._frozen_arrays.get(i)
-        return np.zeros(shape) if g is None else g.copy()
+        return np.zeros(shape) if g is None else buffers.copy(g)
 
     def reverse_step(self, i):
         """Apply entry i's derivative rule once, in place on grad
@@ -507,7 +552,10 @@ class Tape:
         by_tape = {}
         for (outer, proxy), g in zip(self.imports.items(), swept):
             j = proxy._i
-            if j <= top and self._c.flags[j] & lib.AD_FLAG_MARK and np.any(g != 0.0):
+            # (an Array's gradient is passed on as it is: checking it for
+            # zeros would cost a pass over it)
+            if j <= top and self._c.flags[j] & lib.AD_FLAG_MARK and \
+                    (isinstance(g, np.ndarray) or g != 0.0):
                 ids, seeds = by_tape.setdefault(outer._t, ([], []))
                 ids.append(outer._i)
                 seeds.append(g)
@@ -583,6 +631,8 @@ class Tape:
                             "'with' block ends")
         self.flush()
         # keep the gradients of the Values and Arrays someone still holds
+        # (the leaves standing for imported ones are this tape's own)
+        self.imports = {}
         nodes = self.nodes
         refs = np.fromiter(map(sys.getrefcount, nodes), np.intp, len(nodes))
         c = self._c
@@ -594,16 +644,26 @@ class Tape:
             p = lib.ad_array_grad(c, i)
             if p != ffi.NULL:
                 d = nodes[i]._d
-                self._frozen_arrays[i] = np.frombuffer(
-                    ffi.buffer(p, 8 * d.size)).reshape(d.shape).copy()
+                self._frozen_arrays[i] = buffers.copy(np.frombuffer(
+                    ffi.buffer(p, 8 * d.size)).reshape(d.shape))
         self.closed = True
         self.nodes = []
         self.buf = bytearray()
         self.imports = {}
         self.externs = {}
-        self.parent = None
+        self.pools = {}
+        parent, self.parent = self.parent, None
         self._c = None
         self.limit = -1
+        # A step's block often ends here, and the arrays made outside it
+        # (parameters, inputs) that the last step dropped lie on the
+        # enclosing tape: reclaim them now, while that costs little per
+        # element, so the next step reuses their memory.
+        if parent is not None and not parent.closed and \
+                parent.array_elems - parent.live_elems >= max(
+                    RELEASE_COMPACT_ELEMENTS,
+                    COMPACT_ELEMENTS_PER_ENTRY * len(parent.nodes)):
+            parent.compact()
 
     # -- inspection --------------------------------------------------------
 

@@ -71,9 +71,9 @@ def test_binary_ops_broadcast_like_numpy(name, sa, sb):
 @pytest.mark.parametrize("fn", [
     lambda a: a + 2.5, lambda a: 2.5 + a, lambda a: a - 2.5, lambda a: 2.5 - a,
     lambda a: a * 2.5, lambda a: 2.5 * a, lambda a: a / 2.5, lambda a: 2.5 / a,
-    lambda a: a ** 3, lambda a: a ** 0.5, lambda a: 2.5 ** a,
+    lambda a: a ** 3, lambda a: a ** 0.5, lambda a: 2.5 ** a, lambda a: a ** 2,
 ], ids=["addc", "raddc", "subc", "rsubc", "mulc", "rmulc", "divc", "rdivc",
-        "powc3", "powc_half", "rpowc"])
+        "powc3", "powc_half", "rpowc", "square"])
 def test_ops_with_constants(fn):
     check(fn, rng.uniform(0.5, 2.0, size=(2, 3)))
 
@@ -217,7 +217,7 @@ def test_array_ops_are_every_op_of_the_enum_but_leaf():
             fn(a)
         for fn in (lambda x: x + 2.0, lambda x: 2.0 - x, lambda x: x * 2.0,
                    lambda x: x / 2.0, lambda x: 2.0 / x, lambda x: x ** 2,
-                   lambda x: 2.0 ** x, lambda x: x.sum(), lambda x: x.reshape(2, 1),
+                   lambda x: x ** 3, lambda x: 2.0 ** x, lambda x: x.sum(), lambda x: x.reshape(2, 1),
                    lambda x: x @ x, lambda x: x.max(), lambda x: x.min(),
                    lambda x: x[::-1], lambda x: ad.maximum(x, b),
                    lambda x: ad.minimum(x, b), lambda x: ad.where([True, False], x, b),
@@ -501,3 +501,16 @@ def test_scalar_records_after_many_array_entries():
         w.backward()
         assert v.grad == 3.0
         np.testing.assert_array_equal(a.grad, [1.0, 1.0])
+
+
+def test_square_is_numpys_square_bit_for_bit():
+    # a ** 2 on an Array is x * x, as NumPy's power computes it (a scalar
+    # Value keeps Python's pow, which may differ in the last bit)
+    x = rng.normal(size=1000) * 1e3
+    a = ad.Array(x)
+    sq = a ** 2
+    assert _core.OP_NAMES[sq._t._c.op[sq._i]] == "square"
+    assert np.array_equal(sq.data, x ** 2)
+    assert np.array_equal(sq.data, x * x)
+    sq.backward(np.ones_like(x))
+    assert np.array_equal(a.grad, 2.0 * x)
