@@ -367,6 +367,30 @@ static double interpolate(const lspoint *lo, const lspoint *hi)
     return a;
 }
 
+/* One trial step a of either phase of the line search, and what ends the
+ * search whatever the phase: a guard that flipped (the caller records
+ * again at a), or a level point where f is flat to rounding.  *done says
+ * whether *result is settled. */
+static int try_step(ad_lbfgs *o, double a, lspoint *p, double f0, double d0,
+                    double *ft, int *result, int *done)
+{
+    int outcome;
+    int status = trial(o, a, p, &outcome);
+    *done = 0;
+    if (status != AD_OK)
+        return status;
+    if (outcome == AD_EVAL_GUARD) {
+        o->step = a;
+        *result = LS_GUARD;
+        *done = 1;
+    } else if (outcome == AD_EVAL_OK && flat_and_level(p, f0, d0)) {
+        *ft = p->f;
+        *result = LS_ACCEPT;
+        *done = 1;
+    }
+    return AD_OK;
+}
+
 /* The evaluations ran out (or the bracket shrank to nothing): take best,
  * the lowest point with sufficient decrease, if the search found one.  It
  * is evaluated again so xt and gt hold it (the same tape at the same point
@@ -396,20 +420,9 @@ static int zoom(ad_lbfgs *o, lspoint lo, lspoint hi, double f0, double d0,
             return settle(o, &lo, ft, result);
         double a = interpolate(&lo, &hi);
         lspoint p;
-        int outcome;
-        int status = trial(o, a, &p, &outcome);
-        if (status != AD_OK)
+        int done, status = try_step(o, a, &p, f0, d0, ft, result, &done);
+        if (status != AD_OK || done)
             return status;
-        if (outcome == AD_EVAL_GUARD) {
-            o->step = a;
-            *result = LS_GUARD;
-            return AD_OK;
-        }
-        if (outcome == AD_EVAL_OK && flat_and_level(&p, f0, d0)) {
-            *ft = p.f;
-            *result = LS_ACCEPT;
-            return AD_OK;
-        }
         if (p.f > f0 + C1 * a * d0 || p.f >= lo.f) {
             hi = p;
             continue;
@@ -435,20 +448,9 @@ static int line_search(ad_lbfgs *o, double a, double *ft, int *result)
         if (o->ls_evals >= o->maxls)
             return settle(o, &prev, ft, result);
         lspoint p;
-        int outcome;
-        int status = trial(o, a, &p, &outcome);
-        if (status != AD_OK)
+        int done, status = try_step(o, a, &p, f0, d0, ft, result, &done);
+        if (status != AD_OK || done)
             return status;
-        if (outcome == AD_EVAL_GUARD) {
-            o->step = a;
-            *result = LS_GUARD;
-            return AD_OK;
-        }
-        if (outcome == AD_EVAL_OK && flat_and_level(&p, f0, d0)) {
-            *ft = p.f;
-            *result = LS_ACCEPT;
-            return AD_OK;
-        }
         if (p.f > f0 + C1 * a * d0 || (!first && p.f >= prev.f))
             return zoom(o, prev, p, f0, d0, ft, result);
         if (fabs(p.d) <= -C2 * d0) {
