@@ -194,7 +194,11 @@ static int check_shapes(ad_tape *t, int op, int64_t a, int64_t b,
     const int64_t *ash;
     entry_shape(t, a, &and_, &ash);
     if (op == AD_SUM || op == AD_MAX || op == AD_MIN) {
-        /* the output keeps every dimension: 1 where it is reduced over */
+        /* the output keeps every dimension: 1 where it is reduced over;
+         * or, reduced over all of them, it is 0-d (it broadcasts to the
+         * operand's every element just the same) */
+        if (ndim == 0)
+            return AD_OK;
         if (and_ != ndim)
             return ad_fail(t, AD_EINVAL, -1, "%s: output has %d dims, "
                            "input %d", ad_op_name(op), (int)ndim, and_);

@@ -413,6 +413,9 @@ def _reduce(self, axis, keepdims, mean=False, op="SUM"):
     t = recording_tape()
     if t is NO_GRAD:
         return _detached(_REDUCERS[name](self._d, axis=axes, keepdims=keepdims))
+    if not keepdims and len(axes) == len(shape):
+        # a whole reduction straight into a 0-d result (no reshape entry)
+        return _new(Array, t, OPS[op], _operand(self, t)[0], -1, count, ())
     out = _new(Array, t, OPS[op], _operand(self, t)[0], -1, count, kept)
     if not keepdims:
         out = out.reshape(tuple(n for d, n in enumerate(shape) if d not in axes))

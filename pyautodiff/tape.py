@@ -621,9 +621,11 @@ class Tape:
         finally:
             self._pop()
 
-    def release(self):
-        """Free the C tape.  Values recorded here keep their data and grad;
-        using them in an operation or backward raises TapeError."""
+    def release(self, keep_grads=True):
+        """Free the C tape.  Values recorded here keep their data and grad
+        (unless keep_grads is false: the functional API's private tapes
+        have read what they need); using them in an operation or backward
+        raises TapeError."""
         if self.closed:
             return
         if self._entered:
@@ -633,7 +635,7 @@ class Tape:
         # keep the gradients of the Values and Arrays someone still holds
         # (the leaves standing for imported ones are this tape's own)
         self.imports = {}
-        nodes = self.nodes
+        nodes = self.nodes if keep_grads else []
         refs = np.fromiter(map(sys.getrefcount, nodes), np.intp, len(nodes))
         c = self._c
         self._frozen = {}

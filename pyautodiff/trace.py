@@ -87,7 +87,7 @@ class Trace:
         return Value(float(v)) if kind == "float" else Array(v)
 
     def release(self):
-        self.tape.release()
+        self.tape.release(keep_grads=False)
 
     # -- the output ------------------------------------------------------------
     # The result may be a float, an array, a Value or Array, or lists,
