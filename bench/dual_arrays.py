@@ -220,6 +220,10 @@ class Reference:
         """where(a CMP b, a, b); the choice flips where a meets b (a kink)."""
         a, b = self.lift(a), self.lift(b)
         self._watch(a.v - b.v, np.maximum(np.abs(a.v), np.abs(b.v)))
+        if np.any(a.v == b.v):
+            # no tie convention here: the engine's own rounding of a and b
+            # (a matrix product by another BLAS path) picks the side
+            self.near_kink = True
         mask = {"<": np.less, "<=": np.less_equal, ">": np.greater,
                 ">=": np.greater_equal, "==": np.equal,
                 "!=": np.not_equal}[cmp](a.v, b.v)
