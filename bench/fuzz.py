@@ -142,28 +142,45 @@ def _replay_problems(tape, leaves, out, steps, inputs):
     return []
 
 
+def tally(cases, show=5, out=print):
+    """Count checked programs: cases yields (skip reason or None, problems,
+    describe) per program, describe() printing the program.  Prints the
+    first `show` disagreements; returns (tried, {reason: skipped},
+    disagreed).  Every fuzzer's loop is this one."""
+    tried = bad = 0
+    skipped = {}
+    for reason, problems, describe in cases:
+        if reason:
+            skipped[reason] = skipped.get(reason, 0) + 1
+            continue
+        tried += 1
+        if problems:
+            bad += 1
+            if bad <= show:
+                out(f"disagreement: {problems[0]}\n{describe()}")
+    return tried, skipped, bad
+
+
 def fuzz_scalars(examples, seed=0, max_steps=30, show=5, out=print):
     """Check `examples` random scalar programs; returns (tried, skipped,
     disagreed)."""
     rng = random.Random(seed)
-    tried = skipped = bad = 0
+
+    def cases():
+        for _ in range(examples):
+            steps, inputs = random_program(rng, max_steps)
+            if near_kink(steps, inputs):
+                yield "kink", None, None
+                continue
+            try:
+                problems = disagreements(steps, inputs)
+            except (OverflowError, ZeroDivisionError, ValueError) as exc:
+                problems = [f"{type(exc).__name__}: {exc}"]
+            yield None, problems, lambda: f"  program {steps}\n  inputs {inputs}"
     t0 = time.perf_counter()
-    for _ in range(examples):
-        steps, inputs = random_program(rng, max_steps)
-        if near_kink(steps, inputs):
-            skipped += 1
-            continue
-        tried += 1
-        try:
-            problems = disagreements(steps, inputs)
-        except (OverflowError, ZeroDivisionError, ValueError) as exc:
-            problems = [f"{type(exc).__name__}: {exc}"]
-        if problems:
-            bad += 1
-            if bad <= show:
-                out(f"disagreement: {problems[0]}\n  program {steps}\n  inputs {inputs}")
-    out(f"{tried} programs tried ({skipped} skipped on a kink), {bad} disagreed, "
-        f"{time.perf_counter() - t0:.1f} s, seed {seed}")
+    tried, skipped, bad = tally(cases(), show, out)
+    out(f"{tried} programs tried ({skipped.get('kink', 0)} skipped on a kink), "
+        f"{bad} disagreed, {time.perf_counter() - t0:.1f} s, seed {seed}")
     return tried, skipped, bad
 
 

@@ -1060,26 +1060,21 @@ def _replay_problems(tape, prog, nodes, leaves):
 def fuzz(examples, seed=0, max_steps=12, show=5, out=print):
     """Check `examples` random programs; returns (tried, skipped, disagreed)
     with skipped a dict of reasons."""
+    from bench.fuzz import tally
     master = random.Random(seed)
-    tried, bad = 0, 0
-    skipped = {"kink": 0, "overflow": 0}
+
+    def cases():
+        for _ in range(examples):
+            pseed = master.getrandbits(64)
+            prog = random_program(random.Random(pseed), max_steps)
+            try:
+                reason, problems = check(prog)
+            except Exception as exc:            # a replay or backward that raised
+                reason, problems = None, [f"{type(exc).__name__}: {exc}"]
+            yield reason, problems, lambda: f"(program seed {pseed})\n{prog!r}"
     t0 = time.perf_counter()
-    for _ in range(examples):
-        pseed = master.getrandbits(64)
-        prog = random_program(random.Random(pseed), max_steps)
-        try:
-            reason, problems = check(prog)
-        except Exception as exc:            # a replay or backward that raised
-            reason, problems = None, [f"{type(exc).__name__}: {exc}"]
-        if reason:
-            skipped[reason] += 1
-            continue
-        tried += 1
-        if problems:
-            bad += 1
-            if bad <= show:
-                out(f"disagreement (program seed {pseed}): {problems[0]}\n{prog!r}")
-    out(f"{tried} array programs tried ({skipped['kink']} skipped near a kink, "
-        f"{skipped['overflow']} on an overflow), {bad} disagreed, "
+    tried, skipped, bad = tally(cases(), show, out)
+    out(f"{tried} array programs tried ({skipped.get('kink', 0)} skipped near a "
+        f"kink, {skipped.get('overflow', 0)} on an overflow), {bad} disagreed, "
         f"{time.perf_counter() - t0:.1f} s, seed {seed}")
     return tried, skipped, bad

@@ -95,26 +95,23 @@ def disagreements(steps, xs):
 def fuzz_second(examples, seed=0, max_steps=20, show=5, out=print):
     """Check `examples` random programs; returns (tried, skipped, disagreed)."""
     rng = random.Random(seed)
-    tried = skipped = bad = 0
+
+    def cases():
+        for _ in range(examples):
+            steps, xs = random_program(rng, max_steps)
+            if fuzz.near_kink(steps, xs):
+                yield "kink", None, None
+                continue
+            try:
+                problems = disagreements(steps, xs)
+            except (OverflowError, ZeroDivisionError, ValueError):
+                problems = None                  # outside the ops' domains
+            yield ("range" if problems is None else None), problems, \
+                (lambda: f"  program {steps}\n  inputs {xs}")
     t0 = time.perf_counter()
-    for _ in range(examples):
-        steps, xs = random_program(rng, max_steps)
-        if fuzz.near_kink(steps, xs):
-            skipped += 1
-            continue
-        try:
-            problems = disagreements(steps, xs)
-        except (OverflowError, ZeroDivisionError, ValueError):
-            problems = None                  # outside the ops' domains
-        if problems is None:
-            skipped += 1
-            continue
-        tried += 1
-        if problems:
-            bad += 1
-            if bad <= show:
-                out(f"disagreement: {problems[0]}\n  program {steps}\n  inputs {xs}")
-    out(f"{tried} programs' second derivatives tried ({skipped} skipped on a kink "
+    tried, skipped, bad = fuzz.tally(cases(), show, out)
+    out(f"{tried} programs' second derivatives tried "
+        f"({skipped.get('kink', 0) + skipped.get('range', 0)} skipped on a kink "
         f"or out of range), {bad} disagreed, {time.perf_counter() - t0:.1f} s, "
         f"seed {seed}")
     return tried, skipped, bad
