@@ -22,6 +22,11 @@ except ImportError:          # NumPy < 2
     from numpy.core.numeric import normalize_axis_tuple
 
 
+# a comparison's symbol -> NumPy's function (also the fuzzer's table)
+COMPARISONS = {"<": np.less, "<=": np.less_equal, ">": np.greater,
+               ">=": np.greater_equal, "==": np.equal, "!=": np.not_equal}
+
+
 class DualArray:
     """v: the value (an ndarray); d: its tangents, shape (K,) + v.shape, or
     None for a constant (all tangents zero)."""
@@ -224,28 +229,25 @@ class Reference:
             # no tie convention here: the engine's own rounding of a and b
             # (a matrix product by another BLAS path) picks the side
             self.near_kink = True
-        mask = {"<": np.less, "<=": np.less_equal, ">": np.greater,
-                ">=": np.greater_equal, "==": np.equal,
-                "!=": np.not_equal}[cmp](a.v, b.v)
+        mask = COMPARISONS[cmp](a.v, b.v)
         return self.where(mask, a, b)
 
     # -- reductions ------------------------------------------------------------------
 
-    def sum(self, a, axis=None, keepdims=False):
+    def _linear_reduce(self, a, axis, keepdims, fn):
+        """sum or mean: linear, so the tangents reduce as the values do."""
         a = self.lift(a)
         axes = _axes(axis, a.v.ndim)
-        v = np.sum(a.v, axis=axis, keepdims=keepdims)
+        v = fn(a.v, axis=axis, keepdims=keepdims)
         d = None if a.d is None else \
-            np.sum(a.d, axis=tuple(x + 1 for x in axes), keepdims=keepdims)
+            fn(a.d, axis=tuple(x + 1 for x in axes), keepdims=keepdims)
         return DualArray(np.asarray(v, dtype=np.float64), d)
 
+    def sum(self, a, axis=None, keepdims=False):
+        return self._linear_reduce(a, axis, keepdims, np.sum)
+
     def mean(self, a, axis=None, keepdims=False):
-        a = self.lift(a)
-        axes = _axes(axis, a.v.ndim)
-        v = np.mean(a.v, axis=axis, keepdims=keepdims)
-        d = None if a.d is None else \
-            np.mean(a.d, axis=tuple(x + 1 for x in axes), keepdims=keepdims)
-        return DualArray(np.asarray(v, dtype=np.float64), d)
+        return self._linear_reduce(a, axis, keepdims, np.mean)
 
     def _extreme(self, a, axis, keepdims, fn):
         """max or min: the tangents of the winners, averaged over ties."""
