@@ -14,7 +14,7 @@ import time
 
 import numpy as np
 
-from bench.arrays import _mlp_data
+from bench.arrays import _engine, _mlp_data
 from bench.registry import Result, Unsupported, problem
 from bench.scalar import (LEAVES, MOONS_SEED, _bind, _run, chain_ops, chain_plan,
                           moons_step, moons_steps)
@@ -181,9 +181,7 @@ HESSIANS = {"numpy (by hand)": _rosen_hessian_numpy,
               "runs one tangent and one second-order sweep per column; numpy (by "
               "hand) fills the analytic tridiagonal Hessian.")
 def hessian_rosenbrock(backend, cfg):
-    fn = HESSIANS.get(backend.name)
-    if fn is None:
-        raise Unsupported("no Hessian code for this engine")
+    fn = _engine(HESSIANS, backend)
     x = np.linspace(-1.0, 1.5, 100)
     ns, h = _median_ns(lambda: fn(x), 1)
     return Result({"hessian": [ns / 1e6]},
@@ -234,9 +232,7 @@ MLP_HVPS = {"pyautodiff": _mlp_hvp_pyautodiff, "torch": _mlp_hvp_torch}
               "Hessian-vector product (along a random direction), each traced at "
               "the call; hvp/grad is their ratio.")
 def mlp_hvp(backend, cfg):
-    fn = MLP_HVPS.get(backend.name)
-    if fn is None:
-        raise Unsupported("no Hessian-vector product code for this engine")
+    fn = _engine(MLP_HVPS, backend)
     params, X, y = _mlp_data()
     rng = np.random.default_rng(1)
     v = [rng.normal(size=p.shape) for p in params]

@@ -11,14 +11,6 @@
 #include "rules.h"
 
 /* Entry i when it is an array: its elements, operands broadcast. */
-static int forward_extern(ad_tape *t, int64_t i)
-{
-    if (!t->extern_forward || t->extern_forward(t->extern_ctx, i) != 0)
-        return ad_fail(t, AD_ECALLBACK, i, "the Python rule of entry %lld "
-                       "failed", (long long)i);
-    return AD_OK;
-}
-
 static int forward_array(ad_tape *t, int64_t i)
 {
     ad_view o = ad_entry_view(t, i, 0);
@@ -26,7 +18,7 @@ static int forward_array(ad_tape *t, int64_t i)
     if (op == AD_LEAF)
         return AD_OK;
     if (op == AD_EXTERN)
-        return forward_extern(t, i);
+        return ad_call_extern(t, t->extern_forward, i, "forward");
     ad_view a = ad_entry_view(t, t->a[i], 0);
     ad_view b = t->b[i] >= 0 ? ad_entry_view(t, t->b[i], 0) : a;
     const double c = t->imm[i];
@@ -112,7 +104,7 @@ AD_HOT_INLINE int forward_scalar(ad_tape *t, int64_t i)
     case AD_MAX: case AD_MIN: case AD_RESHAPE: case AD_GATHER: case AD_SCATTER:
         v[i] = x; break;
     case AD_EXTERN:
-        return forward_extern(t, i);
+        return ad_call_extern(t, t->extern_forward, i, "forward");
     case AD_NUM_OPS:
         return ad_fail(t, AD_EINVAL, i, "bad op at %lld", (long long)i);
     }

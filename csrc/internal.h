@@ -138,6 +138,18 @@ void ad_iter_init(ad_iter *it, int nd, const int64_t *shape,
 
 int ad_forward_entry(ad_tape *t, int64_t i, int check);
 
+/* Run extern entry i's Python rule for one sweep (the tape's callback
+ * rule; what names it in the error).  A missing or failing rule stops
+ * the sweep with AD_ECALLBACK; Python re-raises the rule's exception. */
+static inline int ad_call_extern(ad_tape *t, ad_extern_fn rule, int64_t i,
+                                 const char *what)
+{
+    if (!rule || rule(t->extern_ctx, i) != 0)
+        return ad_fail(t, AD_ECALLBACK, i, "the Python %s rule of entry %lld "
+                       "failed", what, (long long)i);
+    return AD_OK;
+}
+
 /* d * t where a zero tangent or adjoint t contributes exactly nothing,
  * even where the partial d is infinite or NaN (CppAD's azmul). */
 static inline double ad_azmul(double d, double t)

@@ -47,19 +47,10 @@ static int hands_float(const ad_tape *t, int64_t i, int k)
 
 /* Entry i as an array: the rules once per element, operands broadcast
  * (a broadcast operand's adjoint collects every element it fed).  g is the
- * adjoint array of this sweep: adj, or grad in place.                     */
-/* An extern entry's rule is Python code, reached through the tape. */
-static int reverse_extern(ad_tape *t, int64_t i)
-{
-    if (!t->extern_reverse || t->extern_reverse(t->extern_ctx, i) != 0)
-        return ad_fail(t, AD_ECALLBACK, i, "the Python rule of entry %lld "
-                       "failed", (long long)i);
-    return AD_OK;
-}
-
-/* In a fresh (ACCUM) sweep an operand's adjoint block may still be unset
- * (ad_adjoint_claim): a kernel that writes each of its elements once reads
- * the old value as (z ? 0 : old), so the block needs no memset first.     */
+ * adjoint array of this sweep: adj, or grad in place.  In a fresh (ACCUM)
+ * sweep an operand's adjoint block may still be unset (ad_adjoint_claim):
+ * a kernel that writes each of its elements once reads the old value as
+ * (z ? 0 : old), so the block needs no memset first.                      */
 static int reverse_array(ad_tape *t, double *g, int64_t i, int check)
 {
     int op = t->op[i];
@@ -69,7 +60,7 @@ static int reverse_array(ad_tape *t, double *g, int64_t i, int check)
     if (accum && t->blk[t->aux[i]].adj_unset)
         return AD_OK;           /* nothing reached it: a zero adjoint */
     if (op == AD_EXTERN)
-        return reverse_extern(t, i);
+        return ad_call_extern(t, t->extern_reverse, i, "reverse");
     ad_view o = ad_entry_view(t, i, g);
     ad_view a = ad_entry_view(t, t->a[i], g);
     ad_view b = t->b[i] >= 0 ? ad_entry_view(t, t->b[i], g) : a;
@@ -208,7 +199,7 @@ AD_HOT_INLINE int reverse_scalar(ad_tape *t, double *adj, int64_t i)
     case AD_SUM:     adj[a] += g / c; break;     /* the sum of one scalar */
     case AD_MAX: case AD_MIN: case AD_RESHAPE: case AD_GATHER: case AD_SCATTER:
         adj[a] += g; break;
-    case AD_EXTERN:  return reverse_extern(t, i);
+    case AD_EXTERN:  return ad_call_extern(t, t->extern_reverse, i, "reverse");
     case AD_NUM_OPS: return ad_fail(t, AD_EINVAL, i, "bad op at %lld",
                                     (long long)i);
     }

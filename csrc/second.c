@@ -18,14 +18,6 @@
 #include "internal.h"
 #include "rules.h"
 
-static int second_extern(ad_tape *t, int64_t i)
-{
-    if (!t->extern_second || t->extern_second(t->extern_ctx, i) != 0)
-        return ad_fail(t, AD_ECALLBACK, i, "the Python second-order rule of "
-                       "entry %lld failed", (long long)i);
-    return AD_OK;
-}
-
 /* The chain rule through the first and second partials, for one element:
  * operand adjoint ga and its tangent dga, from the entry's g and dg. */
 #define AD_SECOND_STEP(GA, DGA, D1, D2X, D2Y)                                \
@@ -39,7 +31,7 @@ static int second_array(ad_tape *t, int64_t i)
 {
     int op = t->op[i];
     if (op == AD_EXTERN)
-        return second_extern(t, i);
+        return ad_call_extern(t, t->extern_second, i, "second-order");
     ad_view o = ad_entry_view(t, i, t->adj);
     ad_view a = ad_entry_view(t, t->a[i], t->adj);
     ad_view b = t->b[i] >= 0 ? ad_entry_view(t, t->b[i], t->adj) : a;
@@ -145,7 +137,7 @@ static int second_entry(ad_tape *t, int64_t i)
     case AD_SUM:    adj[a] += g / c; dadj[a] += dg / c; break;
     case AD_MAX: case AD_MIN: case AD_RESHAPE: case AD_GATHER: case AD_SCATTER:
         adj[a] += g; dadj[a] += dg; break;
-    case AD_EXTERN: return second_extern(t, i);
+    case AD_EXTERN: return ad_call_extern(t, t->extern_second, i, "second-order");
     case AD_NUM_OPS:
         return ad_fail(t, AD_EINVAL, i, "bad op at %lld", (long long)i);
     }

@@ -13,19 +13,11 @@
 #include "internal.h"
 #include "rules.h"
 
-static int tangent_extern(ad_tape *t, int64_t i)
-{
-    if (!t->extern_tangent || t->extern_tangent(t->extern_ctx, i) != 0)
-        return ad_fail(t, AD_ECALLBACK, i, "the Python tangent rule of entry "
-                       "%lld failed", (long long)i);
-    return AD_OK;
-}
-
 static int tangent_array(ad_tape *t, int64_t i)
 {
     int op = t->op[i];
     if (op == AD_EXTERN)
-        return tangent_extern(t, i);
+        return ad_call_extern(t, t->extern_tangent, i, "tangent");
     ad_view o = ad_entry_view(t, i, 0);
     ad_view a = ad_entry_view(t, t->a[i], 0);
     ad_view b = t->b[i] >= 0 ? ad_entry_view(t, t->b[i], 0) : a;
@@ -113,7 +105,7 @@ static int tangent_entry(ad_tape *t, int64_t i)
     case AD_SUM:    tan[i] = dx / c; break;      /* the sum of one scalar */
     case AD_MAX: case AD_MIN: case AD_RESHAPE: case AD_GATHER: case AD_SCATTER:
         tan[i] = dx; break;
-    case AD_EXTERN: return tangent_extern(t, i);
+    case AD_EXTERN: return ad_call_extern(t, t->extern_tangent, i, "tangent");
     case AD_NUM_OPS:
         return ad_fail(t, AD_EINVAL, i, "bad op at %lld", (long long)i);
     }
