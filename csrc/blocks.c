@@ -475,9 +475,12 @@ int ad_array_zero_grad(ad_tape *t, int64_t i)
     if (i < 0 || i >= t->n || t->aux[i] < 0)
         return ad_fail(t, AD_ERANGE, i, "entry %lld is not an array",
                        (long long)i);
+    /* no gradient is a zero one: the block goes back to the cache, and
+     * the next sweep's adjoint becomes the gradient without a copy (or a
+     * pass of zeros now and one of additions then) */
     ad_block *bk = &t->blk[t->aux[i]];
-    if (bk->grad)
-        memset(bk->grad, 0, (size_t)bk->size * sizeof(double));
+    ad_block_release(bk->grad, bk->size);
+    bk->grad = 0;
     return AD_OK;
 }
 

@@ -220,6 +220,15 @@ int ad_optim_step(ad_optim *o)
     for (int64_t k = 0; k < o->nparams; ++k)
         if ((status = check_param(o, k)) != AD_OK)
             return status;
+    /* an Array whose grad was reset to 0 has no block until a sweep gives
+     * it one; it still takes a step (weight decay, momentum), as a zero
+     * gradient does in torch */
+    for (int64_t k = 0; k < o->nparams; ++k) {
+        param_view v = view_param(o, k);
+        if (!v.scalar && !v.g && (v.t->flags[v.i] & AD_FLAG_HAS_GRAD) &&
+            !ad_entry_adjoint(v.t, v.i, AD_SWEEP_INPLACE))    /* zeroed */
+            return optim_fail(o, AD_ENOMEM, k, "out of memory for gradients");
+    }
     int64_t ns = 0;
     adam_scale sc = {0.0, 0.0, 0.0};    /* steps count from 1: not cached */
     for (int64_t k = 0; k < o->nparams; ++k) {
@@ -269,6 +278,8 @@ int ad_optim_zero_grad(ad_optim *o, int set_to_none)
         param_view v = view_param(o, k);
         if (v.scalar)
             *v.g = 0.0;
+        else if (set_to_none)
+            ad_array_zero_grad(v.t, v.i);   /* cannot fail: an array */
         else if (v.g)
             memset(v.g, 0, (size_t)o->size[k] * sizeof(double));
         v.t->flags[v.i] &= (uint8_t)~clear;

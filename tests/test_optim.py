@@ -239,6 +239,28 @@ def test_zero_grad_keeps_zero_gradients_when_not_set_to_none():
     assert p.data.tolist() == before.tolist()
 
 
+def test_an_array_reset_to_zero_grad_still_steps():
+    """Array.zero_grad() gives the gradient's memory back (it reads as
+    zeros); a step still treats it as a zero gradient, not as none."""
+    p = ad.Array(np.linspace(-1.0, 1.0, 1000))      # big enough to be cached
+    opt = ad.optim.SGD([p], lr=0.1, momentum=0.9, weight_decay=0.1)
+    ref = Reference("sgd", lr=0.1, momentum=0.9, weight_decay=0.1)
+    rp = [p.data.tolist()]
+    (p * p).sum().backward()
+    opt.step()
+    ref.step(rp, [(2.0 * np.array(rp[0])).tolist()])
+    for _ in range(3):
+        p.zero_grad()
+        assert not p.grad.any()
+        opt.step()
+        ref.step(rp, [[0.0] * 1000])
+    assert_close([p], rp)
+    (p * 3.0).sum().backward()      # accumulates from zero again
+    assert p.grad.tolist() == [3.0] * 1000
+    (p * 2.0).sum().backward()
+    assert p.grad.tolist() == [5.0] * 1000
+
+
 def test_zero_grad_resets_values_and_arrays():
     v, a = ad.Value(2.0), ad.Array([1.0, 2.0, 3.0])
     opt = ad.optim.SGD([v, a], lr=0.1)
