@@ -178,7 +178,7 @@ class Array:
         t = recording_tape()
         if t is NO_GRAD:
             return _detached(self._d.reshape(target))
-        return _new(Array, t, OPS["RESHAPE"], _operand(self, t)[0], -1, 0.0, target)
+        return _new(t, OPS["RESHAPE"], _operand(self, t)[0], -1, 0.0, target)
 
     def __matmul__(self, other):
         return matmul(self, other)
@@ -257,33 +257,16 @@ def _pool_block(t, shape):
 
 
 def _append(t, obj, op, a, b, imm, arr, variable=True, same_shape=False,
-            index_map=None, shape=None):
+            index_map=None):
     """Record entry (op, a, b, imm) on the open tape t with values in arr (C
     computes them) as obj, which becomes an Array on t.  A leaf is a
     variable (it gets gradients) or a constant.  same_shape: arr has operand
     a's shape, which C then takes from a (no shape to pass).  A gather or
-    scatter passes its index_map (flat int64 indices).  arr None: a result
-    of this shape, in memory found here.
-
-    Every array operation runs this, so it is one function: a chain of
-    small-array operations costs what this path costs."""
+    scatter passes its index_map (flat int64 indices).  Results of small
+    shapes take the quicker _result."""
     if len(t.nodes) != t.nflushed:
         t.flush()                     # entries below must be in C first
-    pooled = False
-    if arr is None:
-        block = t.pools.get(shape)
-        if block is None or (block and block[2] == _POOL_ROWS):
-            block = _pool_block(t, shape)
-        if block:
-            j = block[2]
-            block[2] = j + 1
-            arr = block[0][j]
-            val = block[1] + j * block[3]
-            pooled = True
-        else:
-            arr = buffers.empty(shape)
-    if not pooled:
-        val = _from_buffer(_DOUBLES, arr) if arr.size else _values_pointer(t, arr)
+    val = _from_buffer(_DOUBLES, arr) if arr.size else _values_pointer(t, arr)
     if same_shape:
         status = _array_append(t._c, op, a, b, imm, val, -1, _NULL)
     else:
@@ -298,16 +281,20 @@ def _append(t, obj, op, a, b, imm, arr, variable=True, same_shape=False,
             status = _array_append(t._c, op, a, b, imm, val, arr.ndim, shape)
     if status:
         _core.check(status, t._c)
-    # obj becomes the Array of the entry just appended
+    if op != _LEAF:
+        arr.setflags(write=False)     # the tape's record of a result
+    return _adopt_entry(t, obj, arr, arr.size)
+
+
+def _adopt_entry(t, obj, arr, size):
+    """obj becomes the Array of the entry just appended, with values arr."""
     obj._d = arr
     obj._t = t
     nodes = t.nodes
     obj._i = i = len(nodes)
     nodes.append(obj)
-    t.nflushed = i + 1                # flushed above
-    if op != _LEAF and not pooled:
-        arr.setflags(write=False)     # the tape's record of a result
-    t.array_elems += arr.size
+    t.nflushed = i + 1                # the entry is in C already
+    t.array_elems += size
     if t.array_elems > t.compact_elems:
         t.compact()                   # big arrays fill memory before entries do
     if i >= t.limit:
@@ -315,10 +302,38 @@ def _append(t, obj, op, a, b, imm, arr, variable=True, same_shape=False,
     return obj
 
 
-def _new(cls, t, op, a, b, imm, shape, numpy_equivalent=None, same_shape=False):
+def _result(t, op, a, b, imm, shape, same_shape=False):
+    """A new Array: the result of entry (op, a, b, imm), of this shape (the
+    shape of operand a when same_shape), computed by C.
+
+    Every operation on arrays runs this, so it is short: a chain of
+    small-array operations costs what this path costs.  A small result is
+    the next row of its shape's pooled block."""
+    block = t.pools.get(shape)
+    if block is None or (block and block[2] == _POOL_ROWS):
+        block = _pool_block(t, shape)
+    if not block:
+        return _append(t, _object_new(Array), op, a, b, imm,
+                       buffers.empty(shape), True, same_shape)
+    if len(t.nodes) != t.nflushed:
+        t.flush()                     # entries below must be in C first
+    j = block[2]
+    block[2] = j + 1
+    size = block[3]
+    val = block[1] + j * size
+    if same_shape:
+        status = _array_append(t._c, op, a, b, imm, val, -1, _NULL)
+    else:
+        status = _array_append(t._c, op, a, b, imm, val, len(shape),
+                               ffi.new("int64_t[]", shape))
+    if status:
+        _core.check(status, t._c)
+    return _adopt_entry(t, _object_new(Array), block[0][j], size)
+
+
+def _new(t, op, a, b, imm, shape, numpy_equivalent=None, same_shape=False):
     """A new result entry (see _checked)."""
-    out = _append(t, object.__new__(cls), op, a, b, imm, None,
-                  same_shape=same_shape, shape=tuple(shape))
+    out = _result(t, op, a, b, imm, tuple(shape), same_shape)
     if t._c.last_nonfinite:
         _nonfinite(out, op, numpy_equivalent)
     return out
@@ -363,7 +378,7 @@ def _binary(self, other, name):
     if isinstance(other, numbers.Real) and not isinstance(other, (bool, np.bool_)):
         c = -float(other) if cexpr == "-other" else float(other)
         op = _SQUARE if vc_op == "POWC" and c == 2.0 else OPS[vc_op]
-        return _new(Array, t, op, _operand(self, t)[0], -1, c, self._d.shape,
+        return _new(t, op, _operand(self, t)[0], -1, c, self._d.shape,
                     lambda: _detached_binary(self, other, name), same_shape=True)
     if not isinstance(other, (Array, Value, np.ndarray, list, tuple)):
         return NotImplemented
@@ -373,9 +388,9 @@ def _binary(self, other, name):
         a, b, sa, sb = b, a, sb, sa
         vv_op = BINARY[REFLECTED_OF[name]][0]
     if sa == sb:
-        return _new(Array, t, OPS[vv_op], a, b, 0.0, sa,
+        return _new(t, OPS[vv_op], a, b, 0.0, sa,
                     lambda: _detached_binary(self, other, name), same_shape=True)
-    return _new(Array, t, OPS[vv_op], a, b, 0.0,
+    return _new(t, OPS[vv_op], a, b, 0.0,
                 _broadcast_shape(vv_op.lower(), sa, sb),
                 lambda: _detached_binary(self, other, name))
 
@@ -389,7 +404,7 @@ def _unary(self, name):
     t = recording_tape()
     if t is NO_GRAD:
         return _detached(NUMPY_UNARY[name](self._d))
-    return _new(Array, t, OPS[UNARY[name]], _operand(self, t)[0], -1, 0.0,
+    return _new(t, OPS[UNARY[name]], _operand(self, t)[0], -1, 0.0,
                 self._d.shape, lambda: NUMPY_UNARY[name](self._d), same_shape=True)
 
 
@@ -415,8 +430,8 @@ def _reduce(self, axis, keepdims, mean=False, op="SUM"):
         return _detached(_REDUCERS[name](self._d, axis=axes, keepdims=keepdims))
     if not keepdims and len(axes) == len(shape):
         # a whole reduction straight into a 0-d result (no reshape entry)
-        return _new(Array, t, OPS[op], _operand(self, t)[0], -1, count, ())
-    out = _new(Array, t, OPS[op], _operand(self, t)[0], -1, count, kept)
+        return _new(t, OPS[op], _operand(self, t)[0], -1, count, ())
+    out = _new(t, OPS[op], _operand(self, t)[0], -1, count, kept)
     if not keepdims:
         out = out.reshape(tuple(n for d, n in enumerate(shape) if d not in axes))
     return out
@@ -472,13 +487,11 @@ def _binary_method(name):
             if cls is float or cls is int:
                 c = -float(other) if negate else float(other)
                 op = _SQUARE if powc and c == 2.0 else vc
-                out = _append(t, _object_new(Array), op, self._i, -1, c,
-                              None, True, True, None, self._d.shape)
+                out = _result(t, op, self._i, -1, c, self._d.shape, True)
             elif cls is Array and vv is not None and other._d.shape == self._d.shape:
                 b = other._i if other._t is t else t.adopt(other)._i
                 op = vv
-                out = _append(t, _object_new(Array), op, self._i, b, 0.0,
-                              None, True, True, None, self._d.shape)
+                out = _result(t, op, self._i, b, 0.0, self._d.shape, True)
             else:
                 return _binary(self, other, name)
             if t._c.last_nonfinite:
@@ -495,8 +508,7 @@ def _unary_method(name):
     def method(self):
         t = state.rec
         if self._t is t and t is not NO_GRAD:
-            out = _append(t, _object_new(Array), op, self._i, -1, 0.0, None,
-                          True, True, None, self._d.shape)
+            out = _result(t, op, self._i, -1, 0.0, self._d.shape, True)
             if t._c.last_nonfinite:
                 _nonfinite(out, op, lambda: numpy_fn(self._d))
             return out
@@ -627,7 +639,7 @@ def _asarray(x):
         t = recording_tape()
         if t is NO_GRAD:
             return _detached(x.data)
-        return _new(Array, t, OPS["RESHAPE"], _operand(x, t)[0], -1, 0.0, ())
+        return _new(t, OPS["RESHAPE"], _operand(x, t)[0], -1, 0.0, ())
     return _constant(x)
 
 
@@ -695,7 +707,7 @@ def _binary_op(name, x, y):
     a, sa = _operand(x, t)
     b, sb = _operand(y, t)
     shape = sa if sa == sb else _broadcast_shape(name.lower(), sa, sb)
-    return _new(Array, t, OPS[name], a, b, 0.0, shape)
+    return _new(t, OPS[name], a, b, 0.0, shape)
 
 
 def maximum(x, y):
@@ -722,7 +734,7 @@ def _select(x, mask):
     a, sa = _operand(x, t)
     m, sm = _operand(mask, t)
     shape = _broadcast_shape("where", sa, sm)
-    return _new(Array, t, OPS["SELECT"], a, m, 0.0, shape)
+    return _new(t, OPS["SELECT"], a, m, 0.0, shape)
 
 
 def where(condition, x, y):
