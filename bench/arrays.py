@@ -12,17 +12,25 @@ import numpy as np
 from bench.registry import Result, Unsupported, problem
 
 
-def _timed(fn, *args):
+def _timed(step):
     t0 = time.perf_counter_ns()
-    out = fn(*args)
+    out = step()
     return (time.perf_counter_ns() - t0), out
 
 
 def _engine(impls, backend):
+    """The engine's entry: it takes a problem's data, does what may come
+    before the timer (making parameters, recording) and returns the step
+    to time."""
     fn = impls.get(backend.name)
     if fn is None:
         raise Unsupported("no array code for this engine")
     return fn
+
+
+def _each_call(fn):
+    """An entry whose whole work is in the step: fn(*data) itself."""
+    return lambda *data: (lambda: fn(*data))
 
 
 # --- a. MLP 784-256-10, tanh hidden, softmax cross-entropy, batch 128 --------
@@ -56,12 +64,7 @@ def _mlp_numpy(params, X, y):
 
 # A training step: each engine's parameters are made once, before the timer
 # (as a model's are), and each step clears their gradients, runs forward and
-# backward, and hands the four gradients back as ndarrays.  An engine's
-# entry takes (params, X, y) and returns that step.
-
-def _mlp_numpy_step(params, X, y):
-    return lambda: _mlp_numpy(params, X, y)
-
+# backward, and hands the four gradients back as ndarrays.
 
 def _mlp_pyautodiff(params, X, y):
     import pyautodiff as ad
@@ -109,7 +112,19 @@ def _mlp_torch(params, X, y):
     return step
 
 
-MLP = {"numpy (by hand)": _mlp_numpy_step, "pyautodiff": _mlp_pyautodiff,
+def _mlp_recorded(params, X, y):
+    import pyautodiff as ad
+    rows = np.arange(len(y))
+
+    def loss(W1, b1, W2, b2):
+        z = ad.tanh(X @ W1 + b1) @ W2 + b2
+        return (ad.logsumexp(z, axis=1) - z[rows, y]).mean()
+    F = ad.record(loss, *params, argnum=(0, 1, 2, 3))
+    return lambda: F.value_and_grad(*params)
+
+
+MLP = {"numpy (by hand)": _each_call(_mlp_numpy), "pyautodiff": _mlp_pyautodiff,
+       "pyautodiff (recorded)": _mlp_recorded,
        "autograd": _mlp_autograd, "torch": _mlp_torch}
 
 
@@ -183,18 +198,31 @@ def _chain_torch(x0, y0):
     return s.item(), [x.grad.numpy(), y.grad.numpy()]
 
 
-CHAIN_IMPLS = {"numpy (by hand)": _chain_numpy, "pyautodiff": _chain_pyautodiff,
-               "autograd": _chain_autograd, "torch": _chain_torch}
+def _chain_recorded(x0, y0):
+    import pyautodiff as ad
+    F = ad.record(lambda x, y: _chain_ops(x, y, ad.tanh, ad.exp), x0, y0,
+                  argnum=(0, 1))
+
+    def step():
+        value, (gx, gy) = F.value_and_grad(x0, y0)
+        return value, [gx, gy]
+    return step
+
+
+CHAIN_IMPLS = {"numpy (by hand)": _each_call(_chain_numpy),
+               "pyautodiff": _each_call(_chain_pyautodiff),
+               "pyautodiff (recorded)": _chain_recorded,
+               "autograd": _each_call(_chain_autograd),
+               "torch": _each_call(_chain_torch)}
 
 
 @problem("array-chain", {"fwd+bwd": "us/op"}, size=lambda cfg: f"{CHAIN} ops, 10 elements",
          note="array-chain: add, mul, tanh, exp in turn on 10-element arrays, value "
               "and gradients; microseconds per op.")
 def array_chain(backend, cfg):
-    fn = _engine(CHAIN_IMPLS, backend)
     rng = np.random.default_rng(1)
     x0, y0 = rng.uniform(-0.5, 0.5, size=10), rng.uniform(0.5, 0.9, size=10)
-    ns, (value, grads) = _timed(fn, x0, y0)
+    ns, (value, grads) = _timed(_engine(CHAIN_IMPLS, backend)(x0, y0))
     return Result({"fwd+bwd": [ns / 1e3 / CHAIN]},
                   {"value": float(value), "|dy|": float(np.abs(grads[1]).sum())})
 
@@ -236,16 +264,24 @@ def _rosen_torch(x0):
     return f.item(), x.grad.numpy()
 
 
-ROSEN = {"numpy (by hand)": _rosen_numpy, "pyautodiff": _rosen_pyautodiff,
-         "autograd": _rosen_autograd, "torch": _rosen_torch}
+def _rosen_recorded(x0):
+    import pyautodiff as ad
+    F = ad.record(lambda x: _rosen(x, ad), x0)
+    return lambda: F.value_and_grad(x0)
+
+
+ROSEN = {"numpy (by hand)": _each_call(_rosen_numpy),
+         "pyautodiff": _each_call(_rosen_pyautodiff),
+         "pyautodiff (recorded)": _rosen_recorded,
+         "autograd": _each_call(_rosen_autograd),
+         "torch": _each_call(_rosen_torch)}
 
 
 @problem("rosenbrock-grad", {"value+grad": "ms"}, size=lambda cfg: "n = 10,000",
          note="rosenbrock-grad: the vectorised Rosenbrock function and its gradient.")
 def rosenbrock(backend, cfg):
-    fn = _engine(ROSEN, backend)
     x0 = np.linspace(-1.0, 1.5, 10_000)
-    ns, (value, grad) = _timed(fn, x0)
+    ns, (value, grad) = _timed(_engine(ROSEN, backend)(x0))
     return Result({"value+grad": [ns / 1e6]},
                   {"value": float(value), "|grad|": float(np.abs(grad).sum())})
 
@@ -292,8 +328,9 @@ def _extern_autograd(y0, A0):
     return autograd.value_and_grad(lambda ps: _extern_ops(*ps))([y0, A0])
 
 
-EXTERN_IMPLS = {"numpy (by hand)": _extern_numpy, "pyautodiff": _extern_pyautodiff,
-                "autograd": _extern_autograd}
+EXTERN_IMPLS = {"numpy (by hand)": _each_call(_extern_numpy),
+                "pyautodiff": _each_call(_extern_pyautodiff),
+                "autograd": _each_call(_extern_autograd)}
 
 
 @problem("extern-call", {"fwd+bwd": "us/op"},
@@ -303,10 +340,9 @@ EXTERN_IMPLS = {"numpy (by hand)": _extern_numpy, "pyautodiff": _extern_pyautodi
               "callback from the C sweep into NumPy), so its excess over NumPy "
               "by hand (three products per op) is the callback's overhead.")
 def extern_call(backend, cfg):
-    fn = _engine(EXTERN_IMPLS, backend)
     rng = np.random.default_rng(2)
     y0 = rng.normal(size=(2, 2))
     A0 = rng.normal(size=(2, 2)) * 0.5 + np.eye(2) * 0.5
-    ns, (value, grads) = _timed(fn, y0, A0)
+    ns, (value, grads) = _timed(_engine(EXTERN_IMPLS, backend)(y0, A0))
     return Result({"fwd+bwd": [ns / 1e3 / EXTERN_CHAIN]},
                   {"value": float(value), "|dA|": float(np.abs(grads[1]).sum())})

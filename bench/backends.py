@@ -94,6 +94,9 @@ LOADERS = {
     "micrograd": _micrograd,
     "pyautodiff": _pyautodiff,
     "pyautodiff.micrograd": _pyautodiff_micrograd,
+    # the same array code recorded once (before the timer) and replayed in
+    # C: what jax.jit is to jax
+    "pyautodiff (recorded)": _array_engine("pyautodiff (recorded)", "pyautodiff"),
     "numpy (by hand)": _array_engine("numpy (by hand)"),
     "autograd": _array_engine("autograd", "autograd"),
     "torch": _array_engine("torch", "torch"),
