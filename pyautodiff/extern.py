@@ -36,7 +36,8 @@ class ExternRule:
 
     A pure rule (ours, not a user's) neither keeps nor changes the arrays
     it is given, so the sweep hands it the adjoint block itself.  Its
-    forward returns a new array (recorded without a copy), and its vjp
+    forward returns a new array (recorded without a copy), or, given
+    out=, writes the entry's values in place (a replay), and its vjp
     takes into=[array or None per input]: an operand's adjoint block that
     holds nothing yet, where the rule may write that cotangent (returning
     the block itself) instead of making a new array to be copied in."""

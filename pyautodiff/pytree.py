@@ -98,7 +98,8 @@ def unflatten(structure, leaves):
 
 
 def as_leaf(kind, value):
-    """A gradient-like result for a leaf of this kind."""
+    """A gradient-like result for a leaf of this kind (value is a fresh
+    array of the caller's: not copied again)."""
     if kind == "float":
         return float(value)
-    return np.array(value, dtype=np.float64)
+    return np.asarray(value, dtype=np.float64)

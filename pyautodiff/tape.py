@@ -325,8 +325,8 @@ class Tape:
                 continue
             p = lib.ad_array_grad(c, i)
             shape = node._d.shape
-            out.append(np.zeros(shape) if p == ffi.NULL else
-                       np.frombuffer(ffi.buffer(p, 8 * node._d.size)).reshape(shape).copy())
+            out.append(np.zeros(shape) if p == ffi.NULL else buffers.copy(
+                np.frombuffer(ffi.buffer(p, 8 * node._d.size)).reshape(shape)))
         return out
 
     def set_value(self, i, d, is_int=False):
@@ -511,13 +511,17 @@ class Tape:
         """The C forward sweep reached extern entry i: recompute it."""
         c = self._c
         inputs = [self.entry_value(j) for j in (c.a[i], c.b[i]) if j >= 0]
-        value = self.externs[i].forward(*inputs)
-        node = self.nodes[i]
+        rule, node = self.externs[i], self.nodes[i]
         if c.aux[i] < 0:
-            c.val[i] = float(value)
-        else:
-            node._d.flags.writeable = True
-            node._d[...] = value
+            c.val[i] = float(rule.forward(*inputs))
+            return
+        node._d.flags.writeable = True
+        try:
+            if rule.pure:           # straight into the entry's values
+                rule.forward(*inputs, out=node._d)
+            else:
+                node._d[...] = rule.forward(*inputs)
+        finally:
             node._d.flags.writeable = False
 
     def guard(self, node, expected, what):
