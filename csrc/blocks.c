@@ -4,7 +4,6 @@
  * indexes a block: values (borrowed from the Python Array), adjoints and
  * gradient (allocated here on first use), and shape.  Every shape reaching
  * the tape is checked here, so the sweeps can trust them.                  */
-#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -265,10 +264,7 @@ int ad_array_append(ad_tape *t, int op, int64_t a, int64_t b, double imm,
     if (status != AD_OK)
         return status;
     const ad_block *bk = &t->blk[t->aux[t->n - 1]];
-    int64_t bad = 0;
-    for (int64_t k = 0; k < bk->size; ++k)   /* NaN and inf: not <= max */
-        bad += !(fabs(bk->val[k]) <= DBL_MAX);
-    t->last_nonfinite = bad;
+    t->last_nonfinite = ad_count_nonfinite(bk->val, bk->size);
     return AD_OK;
 }
 

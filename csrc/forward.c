@@ -126,9 +126,10 @@ int ad_forward_entry(ad_tape *t, int64_t i, int check)
         if (status != AD_OK || !check)
             return status;
         ad_block *bk = &t->blk[t->aux[i]];
-        for (int64_t k = 0; k < bk->size; ++k)
-            if (!isfinite(bk->val[k]))
-                return nonfinite(t, i, bk->val[k]);
+        if (ad_count_nonfinite(bk->val, bk->size))
+            for (int64_t k = 0; k < bk->size; ++k)
+                if (!isfinite(bk->val[k]))
+                    return nonfinite(t, i, bk->val[k]);
         return AD_OK;
     }
     int status = forward_scalar(t, i);

@@ -3,6 +3,7 @@
 #define PYAUTODIFF_INTERNAL_H
 
 #include <math.h>
+#include <string.h>
 
 #include "ad.h"
 
@@ -174,6 +175,20 @@ int ad_check_seeds(ad_tape *t, int64_t nseeds, const int64_t *idx,
  * element (a gradient is split evenly among ties).  Caller frees; NULL
  * when out of memory.                                                    */
 double *ad_ties(ad_tape *t, int64_t i);
+
+/* How many of v[0..n) are NaN or infinite: those whose exponent field is
+ * all ones, found with integer operations only, so the loop vectorises
+ * (a float compare per element does not; every array result is checked). */
+static inline int64_t ad_count_nonfinite(const double *v, int64_t n)
+{
+    uint64_t bad = 0;
+    for (int64_t k = 0; k < n; ++k) {
+        uint64_t u;
+        memcpy(&u, &v[k], sizeof u);
+        bad += (((u >> 52) & 0x7ff) + 1) >> 11;     /* 1 iff 0x7ff */
+    }
+    return (int64_t)bad;
+}
 
 /* Zeroed blocks of count doubles for adjoints and gradients (blockcache.c);
  * give them back with ad_block_release. */
