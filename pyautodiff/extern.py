@@ -98,6 +98,7 @@ def record_extern(rule, operands, value):
     entry on the recording tape; operands are one or two Values/Arrays."""
     arrays = _arrays()
     t = recording_tape()
+    t.route_callbacks()
     idx = [arrays._operand(x, t)[0] for x in operands] + [-1]
     if all(isinstance(x, Value) for x in operands) and np.ndim(value) == 0:
         t.flush()

@@ -138,12 +138,12 @@ class Tape:
                  "custom", "_entered", "_kept", "array_elems", "compact_elems",
                  "live_elems",
                  "_frozen_arrays", "externs", "sweep_mode", "callback_error",
-                 "guards", "generation", "pools", "__weakref__")
+                 "guards", "generation", "pools", "_callbacks", "__weakref__")
 
     def __init__(self):
         self._c = _core.new_tape()
         self.nodes = []          # nodes[i] is the object of entry i
-        self.buf = bytearray(1024 << RECORD_SHIFT)  # record i at i << 5; grows
+        self.buf = bytearray(64 << RECORD_SHIFT)    # record i at i << 5; grows
         self.nflushed = 0        # entries already in the C tape
         self.tid = get_ident()
         self.closed = False
@@ -161,7 +161,7 @@ class Tape:
         self.sweep_mode = _core.SWEEP_ACCUM
         self.callback_error = None
         self.guards = None       # ad.record: the decisions a replay must repeat
-        _core.register_callbacks(self._c, self)
+        self._callbacks = False  # extern callbacks routed here (on first use)
         self._entered = False
         self._frozen = None      # grads kept after release, by entry
         self.generation = 0      # compactions so far: entry numbers changed
@@ -415,6 +415,13 @@ class Tape:
         return buffers.copy(g) if copy else g
 
     # -- extern entries (rules in Python, called from the C sweeps) ---------
+
+    def route_callbacks(self):
+        """Before the first extern entry: the C sweeps' callbacks for
+        extern entries call this tape's methods below."""
+        if not self._callbacks:
+            _core.register_callbacks(self._c, self)
+            self._callbacks = True
 
     def adjoint_view(self, j):
         """Entry j's adjoint in the sweep under way, as a writable array of
