@@ -212,6 +212,12 @@ double *ad_entry_adjoint(ad_tape *t, int64_t i, int mode);
  * zeros: the caller must assign every element), else 0 (add).           */
 double *ad_entry_adjoint_claim(ad_tape *t, int64_t i, int mode, int *unset);
 int ad_array_zero_grad(ad_tape *t, int64_t i);
+/* Entry j's gradient block on tape `from` becomes entry i's adjoint block
+ * on tape t, to be the seed of t's next sweep with no copy (an inner
+ * tape's gradient of an imported Array, passed on to the tape the Array
+ * lives on); entry j has no gradient after.  Returns the block, or NULL
+ * (nothing moved) unless both are arrays of one size and j has a gradient. */
+double *ad_adjoint_take(ad_tape *t, int64_t i, ad_tape *from, int64_t j);
 /* Memory for the values of a large Array (count doubles, uninitialised),
  * from the cache of freed blocks, so that a buffer made anew every step
  * costs no page faults; NULL when out of memory.  Give it back with

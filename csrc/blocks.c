@@ -480,6 +480,20 @@ int ad_array_zero_grad(ad_tape *t, int64_t i)
     return AD_OK;
 }
 
+double *ad_adjoint_take(ad_tape *t, int64_t i, ad_tape *from, int64_t j)
+{
+    if (!t || !from || t == from || i < 0 || i >= t->n || j < 0 ||
+        j >= from->n || t->aux[i] < 0 || from->aux[j] < 0)
+        return 0;
+    ad_block *dst = &t->blk[t->aux[i]], *src = &from->blk[from->aux[j]];
+    if (!src->grad || dst->size != src->size)
+        return 0;
+    ad_block_release(dst->adj, dst->size);
+    dst->adj = src->grad;
+    src->grad = 0;
+    return dst->adj;
+}
+
 double *ad_ties(ad_tape *t, int64_t i)
 {
     const ad_block *bk = &t->blk[t->aux[i]];

@@ -285,7 +285,9 @@ int ad_backward_arrays(ad_tape *t, int64_t nseeds, const int64_t *idx,
             const int z = mode == AD_SWEEP_ACCUM && ad_adjoint_claim(t, idx[k], 1);
             const double s = seed[k];
             const int64_t size = bk->size;
-            if (sa)
+            if (sa == ga && z)
+                ;                   /* the seed is the block (ad_adjoint_take) */
+            else if (sa)
                 for (int64_t e = 0; e < size; ++e)
                     ga[e] = (z ? 0.0 : ga[e]) + sa[e];
             else

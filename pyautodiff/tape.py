@@ -239,11 +239,11 @@ class Tape:
         _core.check(lib.ad_tape_compact(
             self._c, n, ffi.from_buffer("uint8_t[]", keep),
             ffi.from_buffer("int64_t[]", newidx)), self._c)
-        dropped = np.flatnonzero(newidx < 0)
+        dropped = (newidx < 0).nonzero()[0]
         if len(dropped):
             # entries below the first dropped one keep their index
             first = int(dropped[0])
-            moved = [nodes[k] for k in (np.flatnonzero(newidx[first:] >= 0)
+            moved = [nodes[k] for k in ((newidx[first:] >= 0).nonzero()[0]
                                         + first).tolist()]
             for i, node in enumerate(moved, first):
                 node._i = i
@@ -370,7 +370,8 @@ class Tape:
             # block itself is the seed (no copy, no difference)
             swept = [self._grad_now(p, copy=False) if b is None else
                      self._grad_now(p) - b for p, b in zip(imports, before)]
-            self._backward_imports(max(idx), swept)
+            self._backward_imports(max(idx), swept,
+                                   [b is None for b in before])
 
     def tangent(self, idx, seeds, hi=None):
         """Forward-mode sweep over entries [0, hi): the leaves idx move
@@ -557,11 +558,13 @@ class Tape:
         self.sweep_mode = _core.SWEEP_INPLACE
         _core.check(lib.ad_reverse_step(self._c, i), self._c, self)
 
-    def _backward_imports(self, top, swept):
+    def _backward_imports(self, top, swept, whole):
         """Carry what this sweep gave the imported leaves (swept, in the
-        order of self.imports) on to the tapes the originals live on."""
+        order of self.imports) on to the tapes the originals live on.
+        Where swept is a leaf's whole gradient block (whole), the block
+        itself moves to the original's tape as its seed (no copy)."""
         by_tape = {}
-        for (outer, proxy), g in zip(self.imports.items(), swept):
+        for (outer, proxy), g, block in zip(self.imports.items(), swept, whole):
             j = proxy._i
             # (an Array's gradient is passed on as it is: checking it for
             # zeros would cost a pass over it)
@@ -570,6 +573,8 @@ class Tape:
                 ids, seeds = by_tape.setdefault(outer._t, ([], []))
                 ids.append(outer._i)
                 seeds.append(g)
+                if block and isinstance(g, np.ndarray):
+                    lib.ad_adjoint_take(outer._t._c, outer._i, self._c, j)
         for tape, (ids, seeds) in by_tape.items():
             tape.backward(ids, seeds, _core.SWEEP_ACCUM)
 
@@ -650,7 +655,7 @@ class Tape:
         refs = np.fromiter(map(sys.getrefcount, nodes), np.intp, len(nodes))
         c = self._c
         self._frozen = {}
-        for i in np.flatnonzero(refs > _BASE_REFS).tolist():
+        for i in (refs > _BASE_REFS).nonzero()[0].tolist():
             if c.aux[i] < 0:
                 self._frozen[i] = c.grad[i]
                 continue

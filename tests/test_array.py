@@ -446,6 +446,31 @@ def test_arrays_from_an_enclosing_tape_get_their_gradients():
     np.testing.assert_array_equal(W.grad, [[2.5, 1.5], [2.5, 1.5]])
 
 
+@pytest.mark.parametrize("n", [3, 2000])      # small, and cached blocks
+def test_gradients_passed_outward_accumulate_and_stay_separate(n):
+    """An inner tape hands an imported Array's gradient block itself to the
+    Array's tape: what is there already is added to, a second backward in
+    the same block passes on only its own part, and an interior node of the
+    outer tape carries it on to the leaves below."""
+    base = np.linspace(-1.0, 1.0, n)
+    W = ad.Array(base)
+    (W * 5.0).sum().backward()                   # W.grad = 5 already
+    h = W * 3.0                                  # interior, outer tape
+    with ad.Tape():
+        loss = (W * W).sum() + (h * 2.0).sum()
+        loss.backward()
+        np.testing.assert_allclose(W.grad, 5.0 + 2.0 * base + 6.0)
+        (W * 7.0).sum().backward()               # only its own 7 is added
+    np.testing.assert_allclose(W.grad, 5.0 + 2.0 * base + 6.0 + 7.0)
+    W.zero_grad()
+    with ad.Tape():
+        (W * W * W).sum().backward()             # the block moves whole
+    np.testing.assert_allclose(W.grad, 3.0 * base ** 2)
+    with ad.Tape():
+        (W * 4.0).sum().backward()
+    np.testing.assert_allclose(W.grad, 3.0 * base ** 2 + 4.0)
+
+
 def test_a_batched_training_loop_runs_in_bounded_memory():
     import threading
     from pyautodiff import tape as tape_module
