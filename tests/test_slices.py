@@ -247,3 +247,21 @@ def test_c_refuses_offsets_and_strides_outside_the_operand():
     _core.check(append(0, 5, (1, 1), (10 ** 9, -10 ** 9)), c)   # size-1 dims
     assert out[0] == 5.0
     assert c.n == 4
+
+
+def test_strided_gathers_survive_compaction():
+    x0 = rng.normal(size=(4, 6))
+    with ad.Tape() as t:
+        x = ad.Array(x0)
+        for _ in range(5):
+            (x.T[::2] * 3.0).sum()          # dropped by the compaction
+        y = x[1:, ::-2].T
+        z = x[::-1][:, 1:4][None]
+        t.compact()
+        assert len(t) < 20
+        (np.sum(y * y) + np.sum(np.sin(z))).backward()
+    want = np.zeros_like(x0)
+    want[1:, ::-2] += 2.0 * x0[1:, ::-2]
+    want[::-1][:, 1:4] += np.cos(x0[::-1][:, 1:4])
+    np.testing.assert_allclose(x.grad, want, rtol=1e-14)
+    np.testing.assert_array_equal(y.data, x0[1:, ::-2].T)
