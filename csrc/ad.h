@@ -74,7 +74,8 @@ enum ad_op {
     AD_SUM,     /* a       v = sum(a over the dims v has as 1) / c   ga += g/c */
     AD_MAX,     /* a       v = max(a over the dims v has as 1)  g split among ties */
     AD_MIN,     /* a       v = min(a over the dims v has as 1)  g split among ties */
-    AD_GATHER,  /* a       v[k] = a[map[k]]        ga[map[k]] += g[k]           */
+    AD_GATHER,  /* a       v[k] = a[map[k]]        ga[map[k]] += g[k]
+                           (map: an index map, or affine: ad_block.stride) */
     AD_SCATTER, /* a       v = 0; v[map[k]] += a[k]  ga[k] += g[map[k]]         */
     AD_RESHAPE, /* a       v = a in another shape (same elements)  ga += g    */
     AD_EXTERN,  /* a b     v = f(a, b), rules in Python (matmul, custom ops):
@@ -145,6 +146,16 @@ typedef struct ad_block {
     double *dadj;
     int64_t *map;       /* GATHER/SCATTER: flat indices, owned */
     int64_t nmap;
+    /* A GATHER with map NULL is strided: the element at index (i_0, ...)
+     * is the operand's element offset + sum_d i_d * stride[d] (strides in
+     * elements, negative for a reversed slice).  Basic indexing and
+     * transposes give such maps; keeping them as numbers, not as a map,
+     * makes the sweeps strided copies with no index array to build.
+     * It stays a GATHER, not an op of its own: it means the same and has
+     * the same rules (scalar cases, flags, names, saved op codes); only
+     * the four array kernels choose between the two forms of the map.   */
+    int64_t offset;
+    int64_t stride[AD_MAXDIM];
     int64_t size;
     int32_t ndim;
     int32_t adj_unset;  /* adj handed to this sweep and not yet written: it
@@ -205,6 +216,11 @@ int ad_array_leaf(ad_tape *t, double *val, int32_t ndim, const int64_t *shape,
 int ad_array_append_map(ad_tape *t, int op, int64_t a, double *val,
                         int32_t ndim, const int64_t *shape,
                         const int64_t *map, int64_t nmap);
+/* A strided GATHER (see ad_block.offset); every element it reaches must
+ * lie inside operand a.                                                  */
+int ad_array_append_strided(ad_tape *t, int64_t a, double *val,
+                            int32_t ndim, const int64_t *shape,
+                            int64_t offset, const int64_t *stride);
 double *ad_array_grad(ad_tape *t, int64_t i);
 double *ad_entry_adjoint(ad_tape *t, int64_t i, int mode);
 /* For an extern rule about to add into entry i's adjoint: the block, with

@@ -98,29 +98,15 @@ int ad_same_shape(const ad_view *x, const ad_view *y)
     return same_shape(x, y->ndim, y->shape);
 }
 
-void ad_iter_init(ad_iter *it, int nd, const int64_t *shape,
-                  const ad_view *o, const ad_view *a, const ad_view *b)
+/* it over shape with the strides so, sa, sb of its three sides (sb unused
+ * unless has_b). */
+static void iter_merge(ad_iter *it, int nd, const int64_t *shape,
+                       const int64_t *so, const int64_t *sa,
+                       const int64_t *sb, int has_b)
 {
-    /* Every side of `shape` itself (the common case): one flat loop. */
     int64_t size = 1;
     for (int d = 0; d < nd; ++d)
         size *= shape[d];
-    if (same_shape(o, nd, shape) && same_shape(a, nd, shape) &&
-        (!b || same_shape(b, nd, shape))) {
-        it->nd = 1;
-        it->unit = 1;
-        it->size = size;
-        it->shape[0] = size;
-        it->so[0] = it->sa[0] = it->sb[0] = 1;
-        return;
-    }
-    int64_t so[AD_MAXDIM], sa[AD_MAXDIM], sb[AD_MAXDIM];
-    broadcast_strides(so, nd, shape, o->ndim, o->shape);
-    broadcast_strides(sa, nd, shape, a->ndim, a->shape);
-    if (b)
-        broadcast_strides(sb, nd, shape, b->ndim, b->shape);
-    else
-        memset(sb, 0, sizeof sb);
     it->size = size;
     /* Merge dimension d into the one kept before it where every side steps
      * over the pair as over one dimension; dimensions of size 1 go.      */
@@ -150,8 +136,45 @@ void ad_iter_init(ad_iter *it, int nd, const int64_t *shape,
     }
     it->nd = m;
     it->unit = it->so[m - 1] == 1 && it->sa[m - 1] == 1 && it->sb[m - 1] == 1;
-    if (!b)                     /* no second operand: its offsets are unused */
+    if (!has_b)                 /* no second operand: its offsets are unused */
         it->unit = it->so[m - 1] == 1 && it->sa[m - 1] == 1;
+}
+
+void ad_iter_init(ad_iter *it, int nd, const int64_t *shape,
+                  const ad_view *o, const ad_view *a, const ad_view *b)
+{
+    /* Every side of `shape` itself (the common case): one flat loop. */
+    int64_t size = 1;
+    for (int d = 0; d < nd; ++d)
+        size *= shape[d];
+    if (same_shape(o, nd, shape) && same_shape(a, nd, shape) &&
+        (!b || same_shape(b, nd, shape))) {
+        it->nd = 1;
+        it->unit = 1;
+        it->size = size;
+        it->shape[0] = size;
+        it->so[0] = it->sa[0] = it->sb[0] = 1;
+        return;
+    }
+    int64_t so[AD_MAXDIM], sa[AD_MAXDIM], sb[AD_MAXDIM];
+    broadcast_strides(so, nd, shape, o->ndim, o->shape);
+    broadcast_strides(sa, nd, shape, a->ndim, a->shape);
+    if (b)
+        broadcast_strides(sb, nd, shape, b->ndim, b->shape);
+    else
+        memset(sb, 0, sizeof sb);
+    iter_merge(it, nd, shape, so, sa, sb, b != 0);
+}
+
+void ad_iter_gather(ad_iter *it, const ad_block *bk)
+{
+    int64_t so[AD_MAXDIM], sb[AD_MAXDIM] = {0};
+    int64_t s = 1;
+    for (int d = bk->ndim - 1; d >= 0; --d) {   /* the output: C order */
+        so[d] = s;
+        s *= bk->shape[d];
+    }
+    iter_merge(it, bk->ndim, bk->shape, so, bk->stride, sb, 0);
 }
 
 /* Does an operand of shape (ondim, oshape) broadcast to (nd, shape)? */
@@ -242,9 +265,11 @@ static int check_shapes(ad_tape *t, int op, int64_t a, int64_t b,
     return AD_OK;
 }
 
+/* form: a GATHER's or SCATTER's map (map, nmap, or offset and stride,
+ * checked by the caller), copied into the new block; NULL for the rest. */
 static int append(ad_tape *t, int op, int64_t a, int64_t b, double imm,
                   double *val, int32_t ndim, const int64_t *shape,
-                  int64_t *map, int64_t nmap);
+                  const ad_block *form);
 
 int ad_array_append(ad_tape *t, int op, int64_t a, int64_t b, double imm,
                     double *val, int32_t ndim, const int64_t *shape)
@@ -260,7 +285,7 @@ int ad_array_append(ad_tape *t, int op, int64_t a, int64_t b, double imm,
             same[d] = ab->shape[d];
         shape = same;
     }
-    int status = append(t, op, a, b, imm, val, ndim, shape, 0, 0);
+    int status = append(t, op, a, b, imm, val, ndim, shape, 0);
     if (status != AD_OK)
         return status;
     const ad_block *bk = &t->blk[t->aux[t->n - 1]];
@@ -306,7 +331,8 @@ int ad_array_append_map(ad_tape *t, int op, int64_t a, double *val,
         return ad_fail(t, AD_ENOMEM, t->n, "out of memory for an index map");
     if (nmap)                   /* map may be NULL for an empty selection */
         memcpy(own, map, (size_t)nmap * sizeof *own);
-    int status = append(t, op, a, -1, 0.0, val, ndim, shape, own, nmap);
+    ad_block form = {.map = own, .nmap = nmap};
+    int status = append(t, op, a, -1, 0.0, val, ndim, shape, &form);
     if (status != AD_OK && (t->n == 0 || t->aux[t->n - 1] < 0 ||
                             t->blk[t->aux[t->n - 1]].map != own))
         free(own);          /* not stored: an error before the entry existed */
@@ -315,7 +341,7 @@ int ad_array_append_map(ad_tape *t, int op, int64_t a, double *val,
 
 static int append(ad_tape *t, int op, int64_t a, int64_t b, double imm,
                   double *val, int32_t ndim, const int64_t *shape,
-                  int64_t *map, int64_t nmap)
+                  const ad_block *form)
 {
     int arity = ad_op_arity(op);
     int64_t i = t->n;
@@ -340,7 +366,7 @@ static int append(ad_tape *t, int op, int64_t a, int64_t b, double imm,
         return ad_fail(t, AD_EINVAL, i, "entry %lld (%s): operands %lld, %lld "
                        "must be earlier entries", (long long)i,
                        ad_op_name(op), (long long)a, (long long)b);
-    int status = map ? AD_OK : check_shapes(t, op, a, b, ndim, shape);
+    int status = form ? AD_OK : check_shapes(t, op, a, b, ndim, shape);
     if (status != AD_OK)
         return status;
     status = ad_tape_reserve(t, i + 1);
@@ -356,9 +382,14 @@ static int append(ad_tape *t, int op, int64_t a, int64_t b, double imm,
     }
     ad_block *bk = &t->blk[t->nblk];
     memset(bk, 0, sizeof *bk);
+    if (form) {
+        bk->map = form->map;
+        bk->nmap = form->nmap;
+        bk->offset = form->offset;
+        for (int d = 0; d < ndim; ++d)
+            bk->stride[d] = form->stride[d];
+    }
     bk->val = val;
-    bk->map = map;
-    bk->nmap = nmap;
     bk->size = size;
     bk->ndim = ndim;
     for (int d = 0; d < ndim; ++d)
@@ -379,11 +410,64 @@ static int append(ad_tape *t, int op, int64_t a, int64_t b, double imm,
     return ad_forward_entry(t, i, 0);
 }
 
+/* Every element a strided GATHER reaches lies in its operand: the lowest
+ * and highest reachable indices are checked, one dimension at a time, in
+ * an order that cannot overflow (each dimension's span is first bounded
+ * by the operand's size).  An empty output reaches nothing.              */
+int ad_array_append_strided(ad_tape *t, int64_t a, double *val,
+                            int32_t ndim, const int64_t *shape,
+                            int64_t offset, const int64_t *stride)
+{
+    if (a < 0 || a >= t->n)
+        return ad_fail(t, AD_EINVAL, t->n, "gather: operand %lld is not an "
+                       "earlier entry", (long long)a);
+    if (ndim < 0 || ndim > AD_MAXDIM)
+        return ad_fail(t, AD_EINVAL, t->n, "bad array rank %d", (int)ndim);
+    int empty = 0;
+    for (int d = 0; d < ndim; ++d) {
+        if (shape[d] < 0)
+            return ad_fail(t, AD_EINVAL, t->n, "bad array shape");
+        empty |= shape[d] == 0;
+    }
+    int64_t in_size = t->aux[a] >= 0 ? t->blk[t->aux[a]].size : 1;
+    ad_block form = {.offset = offset};
+    for (int d = 0; d < ndim; ++d)
+        form.stride[d] = stride[d];
+    if (!empty) {
+        if (offset < 0 || offset >= in_size)
+            return ad_fail(t, AD_EINVAL, t->n, "gather: offset %lld outside "
+                           "the operand's %lld elements", (long long)offset,
+                           (long long)in_size);
+        int64_t lo = offset, hi = offset;
+        for (int d = 0; d < ndim; ++d) {
+            if (shape[d] < 2)
+                continue;       /* one index: the stride is never taken */
+            int64_t most = (in_size - 1) / (shape[d] - 1);
+            if (stride[d] > most || stride[d] < -most)
+                return ad_fail(t, AD_EINVAL, t->n, "gather: stride %lld of "
+                               "dim %d reaches outside the operand's %lld "
+                               "elements", (long long)stride[d], d,
+                               (long long)in_size);
+            int64_t span = stride[d] * (shape[d] - 1);
+            if (span > 0)
+                hi += span;
+            else
+                lo += span;
+            if (lo < 0 || hi >= in_size)
+                return ad_fail(t, AD_EINVAL, t->n, "gather: offset %lld and "
+                               "strides reach element %lld of %lld",
+                               (long long)offset, (long long)(lo < 0 ? lo : hi),
+                               (long long)in_size);
+        }
+    }
+    return append(t, AD_GATHER, a, -1, 0.0, val, ndim, shape, &form);
+}
+
 /* A leaf array: a variable (gradients wanted) or a constant. */
 int ad_array_leaf(ad_tape *t, double *val, int32_t ndim, const int64_t *shape,
                   int variable)
 {
-    int status = append(t, AD_LEAF, -1, -1, 0.0, val, ndim, shape, 0, 0);
+    int status = append(t, AD_LEAF, -1, -1, 0.0, val, ndim, shape, 0);
     if (status == AD_OK && variable)
         t->flags[t->n - 1] |= AD_FLAG_VARIABLE;
     return status;

@@ -56,8 +56,7 @@ static int forward_array(ad_tape *t, int64_t i)
     if (op == AD_GATHER || op == AD_SCATTER) {
         const ad_block *bk = &t->blk[t->aux[i]];
         if (op == AD_GATHER) {
-            for (int64_t k = 0; k < bk->nmap; ++k)
-                o.val[k] = a.val[bk->map[k]];
+            AD_GATHER_EACH(bk, o.val[ko] = a.val[ks]);
         } else {
             for (int64_t k = 0; k < bk->size; ++k)
                 o.val[k] = 0.0;

@@ -137,6 +137,32 @@ void ad_iter_init(ad_iter *it, int nd, const int64_t *shape,
         }                                                                    \
     } while (0)
 
+/* The iteration of a strided GATHER (its block bk): over the output's
+ * shape, ko into the output and ka (before the offset) into the operand. */
+void ad_iter_gather(ad_iter *it, const ad_block *bk);
+
+/* The body runs once per element of GATHER block bk's output, with ko
+ * its index and ks the index of the operand element it reads, whichever
+ * form the map has: the sweeps' gather kernels are this loop.           */
+#define AD_GATHER_EACH(bk, ...)                                              \
+    do {                                                                     \
+        const ad_block *gb_ = (bk);                                          \
+        if (gb_->map) {                                                      \
+            for (int64_t ko = 0; ko < gb_->nmap; ++ko) {                     \
+                const int64_t ks = gb_->map[ko];                             \
+                __VA_ARGS__;                                                 \
+            }                                                                \
+        } else {                                                             \
+            ad_iter gi_;                                                     \
+            ad_iter_gather(&gi_, gb_);                                       \
+            const int64_t off_ = gb_->offset;                                \
+            AD_ITERATE(&gi_, {                                               \
+                const int64_t ks = off_ + ka;                                \
+                __VA_ARGS__;                                                 \
+            });                                                              \
+        }                                                                    \
+    } while (0)
+
 int ad_forward_entry(ad_tape *t, int64_t i, int check);
 
 /* Run extern entry i's Python rule for one sweep (the tape's callback

@@ -96,8 +96,7 @@ static int reverse_array(ad_tape *t, double *g, int64_t i, int check)
         const ad_block *bk = &t->blk[t->aux[i]];
         const int za = CLAIM(t->a[i], op == AD_SCATTER);
         if (op == AD_GATHER)
-            for (int64_t k = 0; k < bk->nmap; ++k)
-                a.adj[bk->map[k]] += o.adj[k];
+            AD_GATHER_EACH(bk, a.adj[ks] += o.adj[ko]);
         else
             for (int64_t k = 0; k < bk->nmap; ++k)
                 a.adj[k] = (za ? 0.0 : a.adj[k]) + o.adj[bk->map[k]];

@@ -92,10 +92,7 @@ static int second_array(ad_tape *t, int64_t i)
         }
         break;
     case AD_GATHER:
-        for (int64_t k = 0; k < bk->nmap; ++k) {
-            a.adj[bk->map[k]] += o.adj[k];
-            a.dadj[bk->map[k]] += o.dadj[k];
-        }
+        AD_GATHER_EACH(bk, { a.adj[ks] += o.adj[ko]; a.dadj[ks] += o.dadj[ko]; });
         break;
     case AD_SCATTER:
         for (int64_t k = 0; k < bk->nmap; ++k) {

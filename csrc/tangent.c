@@ -67,8 +67,7 @@ static int tangent_array(ad_tape *t, int64_t i)
             o.tan[k] = a.tan[k];
         break;
     case AD_GATHER:
-        for (int64_t k = 0; k < bk->nmap; ++k)
-            o.tan[k] = a.tan[bk->map[k]];
+        AD_GATHER_EACH(bk, o.tan[ko] = a.tan[ks]);
         break;
     case AD_SCATTER:
         for (int64_t k = 0; k < bk->size; ++k)

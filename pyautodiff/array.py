@@ -162,11 +162,18 @@ class Array:
     def transpose(self, *axes):
         if len(axes) == 1 and (axes[0] is None or not isinstance(axes[0], numbers.Integral)):
             axes = axes[0]
-        return _gather(self, lambda idx: idx.transpose(axes or None))
+        return _strided_gather(self, lambda d: d.transpose(axes or None))
 
     T = property(lambda self: self.transpose())
 
     def __getitem__(self, index):
+        if _is_basic(index):
+            # a trailing Ellipsis makes NumPy return a 0-d view, never a
+            # float, where ints pick one element
+            parts = index if isinstance(index, tuple) else (index,)
+            if not any(p is Ellipsis for p in parts):
+                parts += (Ellipsis,)
+            return _strided_gather(self, lambda d: d[parts])
         index = tuple(map(_index, index)) if isinstance(index, tuple) else _index(index)
         return _gather(self, lambda idx: idx[index])
 
@@ -257,13 +264,14 @@ def _pool_block(t, shape):
 
 
 def _append(t, obj, op, a, b, imm, arr, variable=True, same_shape=False,
-            index_map=None):
+            index_map=None, strided=None):
     """Record entry (op, a, b, imm) on the open tape t with values in arr (C
     computes them) as obj, which becomes an Array on t.  A leaf is a
     variable (it gets gradients) or a constant.  same_shape: arr has operand
     a's shape, which C then takes from a (no shape to pass).  A gather or
-    scatter passes its index_map (flat int64 indices).  Results of small
-    shapes take the quicker _result."""
+    scatter passes its index_map (flat int64 indices), a strided gather
+    strided = (offset, strides) instead.  Results of small shapes take the
+    quicker _result."""
     if len(t.nodes) != t.nflushed:
         t.flush()                     # entries below must be in C first
     val = _from_buffer(_DOUBLES, arr) if arr.size else _values_pointer(t, arr)
@@ -271,7 +279,12 @@ def _append(t, obj, op, a, b, imm, arr, variable=True, same_shape=False,
         status = _array_append(t._c, op, a, b, imm, val, -1, _NULL)
     else:
         shape = ffi.new("int64_t[]", arr.shape or (0,))
-        if index_map is not None:
+        if strided is not None:
+            offset, strides = strided
+            status = lib.ad_array_append_strided(
+                t._c, a, val, arr.ndim, shape, offset,
+                ffi.new("int64_t[]", strides or (0,)))
+        elif index_map is not None:
             cmap = _from_buffer("int64_t[]", index_map) if index_map.size else _NULL
             status = lib.ad_array_append_map(t._c, op, a, val, arr.ndim, shape,
                                              cmap, index_map.size)
@@ -597,7 +610,41 @@ def matmul(a, b):
     return record_extern(matmul_rule(), ops, value)
 
 
-# -- gathers: transpose, indexing and the rest, by an index map --------------
+# -- gathers: transpose, indexing and the rest --------------------------------
+
+def _is_basic(index):
+    """Does index pick a strided view (NumPy's basic indexing: ints,
+    slices, Ellipsis, None)?  Anything else takes an index map."""
+    parts = index if isinstance(index, tuple) else (index,)
+    for p in parts:
+        if p is None or p is Ellipsis or p.__class__ is slice:
+            continue
+        if p.__class__ is int or (isinstance(p, np.integer) and p.ndim == 0):
+            continue
+        return False
+    return True
+
+
+def _strided_gather(self, select):
+    """The elements select picks from self's values as a NumPy view: a
+    GATHER whose map is affine, so C keeps the view's offset and strides
+    (in elements, as NumPy computed them) instead of an index map."""
+    base = self._d
+    t = recording_tape()
+    if t is NO_GRAD:
+        return _detached(select(base).copy())
+    if not base.flags.c_contiguous:   # (a detached Array's): C's copy is
+        base = np.ascontiguousarray(base)   # in C order, strides from it
+    view = select(base)
+    offset = 0
+    if view.size:                     # an empty view's address means nothing
+        offset = (view.__array_interface__["data"][0]
+                  - base.__array_interface__["data"][0]) // 8
+    t._check_open()
+    return _append(t, object.__new__(Array), OPS["GATHER"], _operand(self, t)[0],
+                   -1, 0.0, buffers.empty(view.shape),
+                   strided=(offset, tuple(s // 8 for s in view.strides)))
+
 
 def _gather(self, select):
     """The elements select picks from self: select maps an array of self's

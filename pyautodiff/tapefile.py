@@ -9,6 +9,10 @@
     20+L     P     payload: the tape's columns (op, a, b: int32; imm: float64;
                    flags: uint8), array shapes' leaf values and index maps,
                    little-endian, 8-byte aligned
+
+A gather without an index map (a slice, a transpose) has its offset and
+strides in the header ("strided") instead of a map in the payload (format
+version 2); version 1 files, which hold maps only, still load.
     end-32   32    SHA-256 of everything before it
 
 The checksum is verified before anything is parsed, so a truncated or
@@ -33,7 +37,8 @@ from .trace import Trace
 from .value import Value
 
 MAGIC = b"PYADTAPE"
-VERSION = 1
+VERSION = 2          # 2: gathers may be strided (no map); 1 still loads
+READABLE = (1, 2)
 _PREFIX = struct.Struct("<8sIQ")
 _DIGEST = 32
 OPS = _core.OPS
@@ -110,7 +115,10 @@ def save(rec, path):
             entry["values"] = payload.add(d.reshape(-1), "f8")
         if c.op[i] in (OPS["GATHER"], OPS["SCATTER"]):
             bk = c.blk[c.aux[i]]
-            entry["map"] = payload.add([bk.map[k] for k in range(bk.nmap)], "i8")
+            if bk.map == _core.ffi.NULL:      # strided: offset and strides
+                entry["strided"] = [bk.offset] + [bk.stride[k] for k in range(d.ndim)]
+            else:
+                entry["map"] = payload.add([bk.map[k] for k in range(bk.nmap)], "i8")
         arrays.append(entry)
     leaves, structure = tr.outputs()
     if structure.node is not None:
@@ -148,9 +156,9 @@ def load(path):
     magic, version, head_len = _PREFIX.unpack_from(body)
     if magic != MAGIC:
         raise ValueError(f"{path}: not a saved pyautodiff recording")
-    if version != VERSION:
+    if version not in READABLE:
         raise ValueError(f"{path}: format version {version}; this pyautodiff "
-                         f"reads version {VERSION}")
+                         f"reads versions {', '.join(map(str, READABLE))}")
     if hashlib.sha256(body).digest() != digest:
         raise ValueError(f"{path}: checksum mismatch (the file is truncated "
                          "or corrupted)")
@@ -215,6 +223,13 @@ def _rebuild(body, head_len):
                 values = column(e["values"], "f8")
                 _append(tape, object.__new__(Array), op, -1, -1, 0.0,
                         values.reshape(shape).copy(), bool(flags))
+            elif op == OPS["GATHER"] and "strided" in e:
+                offset, *strides = (int(s) for s in e["strided"])
+                if len(strides) != len(shape):
+                    raise ValueError(f"entry {i}: {len(strides)} strides for "
+                                     f"{len(shape)} dimensions")
+                _append(tape, object.__new__(Array), op, a, -1, 0.0,
+                        np.empty(shape), strided=(offset, tuple(strides)))
             elif op in (OPS["GATHER"], OPS["SCATTER"]):
                 _mapped(tape, op, a, shape, column(e["map"], "i8"))
             elif op == OPS["EXTERN"]:

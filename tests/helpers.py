@@ -1,4 +1,6 @@
 """Shared test helpers: central differences, and the forward-mode oracle."""
+import numpy as np
+
 from bench.dual import Dual, dual_grad  # noqa: F401  (re-exported for tests)
 
 # Ops that scalar Values never record: array reductions, reshapes, gathers,
@@ -20,3 +22,16 @@ def central_diff(f, xs, h=1e-6):
         down[k] -= step
         grads.append((f(*up) - f(*down)) / (2 * step))
     return grads
+
+
+def numeric_grad(f, arrays, k, h=1e-6):
+    """d f / d arrays[k], elementwise, by central differences."""
+    x = arrays[k]
+    g = np.zeros_like(x)
+    for idx in np.ndindex(x.shape):
+        up = [a.copy() for a in arrays]
+        down = [a.copy() for a in arrays]
+        up[k][idx] += h
+        down[k][idx] -= h
+        g[idx] = (f(*up) - f(*down)) / (2 * h)
+    return g

@@ -5,21 +5,9 @@ import pytest
 
 import pyautodiff as ad
 from pyautodiff import _core
+from helpers import numeric_grad
 
 rng = np.random.default_rng(0)
-
-
-def numeric_grad(f, arrays, k, h=1e-6):
-    """d f / d arrays[k], elementwise, by central differences."""
-    x = arrays[k]
-    g = np.zeros_like(x)
-    for idx in np.ndindex(x.shape):
-        up = [a.copy() for a in arrays]
-        down = [a.copy() for a in arrays]
-        up[k][idx] += h
-        down[k][idx] -= h
-        g[idx] = (f(*up) - f(*down)) / (2 * h)
-    return g
 
 
 def check(fn, *arrays, weights=None):
