@@ -4,11 +4,14 @@
  * values of leaf arrays) without Python, and to compute an array entry when
  * it is recorded.  A scalar case computes exactly what the Python recording
  * path computes, so a replay at the recorded inputs reproduces the recorded
- * values bit for bit.  The expressions are rules.h's, written once.        */
+ * values bit for bit.  The expressions are rules.h's, written once.
+ * Array elements take exp and tanh from vmath.h: the same code records
+ * and replays them, so a replay reproduces an array entry bit for bit too. */
 #include <math.h>
 
 #include "internal.h"
 #include "rules.h"
+#include "vmath.h"
 
 /* Entry i when it is an array: its elements, operands broadcast. */
 static int forward_array(ad_tape *t, int64_t i)
@@ -68,6 +71,8 @@ static int forward_array(ad_tape *t, int64_t i)
     }
     ad_iter_init(&it, o.ndim, o.shape, &o, &a, &b);
     switch ((enum ad_op)op) {
+#define AD_EXP_OF ad_vexp
+#define AD_TANH_OF ad_vtanh
 #define ARRAY_CASE(OP, AR, EXPR, DA, DB, DAA, DAB, DBB)                      \
     case OP:                                                                 \
         AD_ITERATE(&it, {                                                    \
@@ -78,6 +83,8 @@ static int forward_array(ad_tape *t, int64_t i)
         break;
     AD_ELEMENTWISE_RULES(ARRAY_CASE)
 #undef ARRAY_CASE
+#undef AD_EXP_OF
+#undef AD_TANH_OF
     case AD_LEAF: case AD_SUM: case AD_MAX: case AD_MIN: case AD_RESHAPE:
     case AD_GATHER: case AD_SCATTER: case AD_EXTERN: case AD_NUM_OPS:
         break;
@@ -94,10 +101,14 @@ AD_HOT_INLINE int forward_scalar(ad_tape *t, int64_t i)
     const double x = a >= 0 ? v[a] : 0.0, y = b >= 0 ? v[b] : 0.0;
     const double c = t->imm[i];
     switch ((enum ad_op)t->op[i]) {
+#define AD_EXP_OF exp
+#define AD_TANH_OF tanh
 #define SCALAR_CASE(OP, AR, EXPR, DA, DB, DAA, DAB, DBB)                     \
     case OP: v[i] = (EXPR); break;
     AD_ELEMENTWISE_RULES(SCALAR_CASE)
 #undef SCALAR_CASE
+#undef AD_EXP_OF
+#undef AD_TANH_OF
     case AD_LEAF: v[i] = c; break;
     case AD_SUM:  v[i] = x / c; break;   /* the sum of one scalar */
     /* a scalar entry of these reduces, reshapes or picks one number */
