@@ -72,17 +72,18 @@ static inline double ad_vm_reduce(double x, uint64_t *kbits, double *hi,
  * last, keeping the rounding of r itself out of the result.              */
 static inline double ad_vm_expm1_poly(double r)
 {
-    double p = 0x1.1f75a3caadff5p-29;
-    p = p * r + 0x1.af5282aacdb2ep-26;
-    p = p * r + 0x1.27e4da1e12fb1p-22;
-    p = p * r + 0x1.71ddfff6573d6p-19;
-    p = p * r + 0x1.a01a01a74077ap-16;
-    p = p * r + 0x1.a01a01ac9de9ep-13;
-    p = p * r + 0x1.6c16c16c16214p-10;
-    p = p * r + 0x1.111111110ff8bp-7;
-    p = p * r + 0x1.5555555555556p-5;
-    p = p * r + 0x1.5555555555557p-3;
-    return p * r + 0.5;
+    /* Estrin's scheme: a shallow tree of independent products rather
+     * than Horner's chain of 20 dependent operations, which is what
+     * would bound the loop otherwise */
+    const double r2 = r * r, r4 = r2 * r2, r8 = r4 * r4;
+    const double p01 = 0.5 + r * 0x1.5555555555557p-3;
+    const double p23 = 0x1.5555555555556p-5 + r * 0x1.111111110ff8bp-7;
+    const double p45 = 0x1.6c16c16c16214p-10 + r * 0x1.a01a01ac9de9ep-13;
+    const double p67 = 0x1.a01a01a74077ap-16 + r * 0x1.71ddfff6573d6p-19;
+    const double p89 = 0x1.27e4da1e12fb1p-22 + r * 0x1.af5282aacdb2ep-26;
+    const double p0_3 = p01 + r2 * p23, p4_7 = p45 + r2 * p67;
+    const double p8_10 = p89 + r2 * 0x1.1f75a3caadff5p-29;
+    return (p0_3 + r4 * p4_7) + r8 * p8_10;
 }
 
 /* exp(x).  Beyond [-746, 709.8] the result is 0 or inf, so x is clamped
@@ -110,13 +111,13 @@ static inline double ad_vexp(double x)
     return p * ad_vm_pow2(k1) * ad_vm_pow2(kbits - k1);
 }
 
-/* expm1(s) for |s| <= 40 as an unevaluated sum *hi + *lo, good to far
- * below an ulp: 2^k expm1(r) + (2^k - 1), where 2^k - 1 is exact (|k| <=
- * 58; past 53 it is 2^k, and so is the result), and for k = 0 the sum is
- * expm1(r) itself, with no cancellation near 0.  The rounding errors of
- * the two last additions are recovered exactly (Fast2Sum: each adds a
- * smaller number to a larger one) into *lo.                              */
-static inline void ad_vm_expm1(double s, double *hi, double *lo)
+/* expm1(s) for -40 <= s <= 0 as an unevaluated sum *hi + *lo, good to
+ * far below an ulp: 2^k expm1(r) + (2^k - 1), k <= 0, where for k = 0 the
+ * sum is expm1(r) itself, with no cancellation near 0.  The rounding
+ * errors of the last additions (and of 2^k - 1, past k = -53) are
+ * recovered exactly into *lo by Fast2Sum: each adds a number to one at
+ * least as large.                                                        */
+static inline void ad_vm_expm1_neg(double s, double *hi, double *lo)
 {
     uint64_t kbits;
     double rhi, rlo;
@@ -124,34 +125,29 @@ static inline void ad_vm_expm1(double s, double *hi, double *lo)
     const double r = rhi - rlo;
     const double c = r * r * ad_vm_expm1_poly(r) - rlo;
     const double em = rhi + c, em_err = (rhi - em) + c;
-    const double scale = ad_vm_pow2(kbits), whole = scale - 1.0;
+    const double scale = ad_vm_pow2(kbits);
+    const double whole = scale - 1.0, whole_err = scale - (whole + 1.0);
     const double t = whole + scale * em;
     *hi = t;
-    *lo = ((whole - t) + scale * em) + scale * em_err;
+    *lo = (((whole - t) + scale * em) + scale * em_err) + whole_err;
 }
 
 /* tanh(x), odd: computed for a = |x| and given x's sign (tanh(-0) = -0,
- * tanh(nan) = nan).  Below 1, tanh(a) = -e / (2 + e) with e = expm1(-2a),
- * which has no cancellation near 0; there the low parts of e and of 2 + e
- * correct the quotient to first order, since an error in e is amplified
- * up to 1.7 times.  From 1 up, 1 - 2 / (2 + expm1(2a)), which is well
- * conditioned.  From 20 up tanh is 1 to the last bit, and below 2^-28 it
- * is a (its x^3 term is under half an ulp).                               */
+ * tanh(nan) = nan) as -e / (2 + e) with e = expm1(-2a), which has no
+ * cancellation near 0 (down in the subnormals it is a / 1 exactly).  An
+ * error in e is amplified up to 2 times as a grows, so the low parts of
+ * e and of 2 + e correct the quotient to first order.  From 19.5 up tanh
+ * is 1 to the last bit (and e would leave the range of the reduction).  */
 static inline double ad_vtanh(double x)
 {
     const double a = fabs(x);
-    const double ac = a > 20.0 ? 20.0 : a;
-    const int below1 = ac < 1.0;
     double e, e_lo;
-    ad_vm_expm1(below1 ? -2.0 * ac : 2.0 * ac, &e, &e_lo);
-    const double d = 2.0 + e;
-    const double d_lo = below1 ? ((2.0 - d) + e) + e_lo : 0.0;
-    const double num_lo = below1 ? -e_lo : 0.0;
-    const double q = (below1 ? -e : 2.0) / d;
-    /* num / (d + d_lo) = q + (num_lo - q d_lo) / d, to first order */
-    const double fix = (num_lo - q * d_lo) / d;
-    double z = below1 ? q + fix : 1.0 - q;
-    z = a < 0x1p-28 ? a : z;
+    ad_vm_expm1_neg(-2.0 * a, &e, &e_lo);
+    const double d = 2.0 + e, d_lo = ((2.0 - d) + e) + e_lo;
+    const double q = -e / d;
+    /* -(e + e_lo) / (d + d_lo) = q - (e_lo + q d_lo) / d, to first order */
+    double z = q - (e_lo + q * d_lo) / d;
+    z = a > 19.5 ? 1.0 : z;
     return copysign(z, x);
 }
 

@@ -118,7 +118,6 @@ def test_exp_special_values():
 
 def test_tanh_special_values():
     got = ad.tanh(ad.Array(SPECIAL)).data
-    assert same(got, np.tanh(SPECIAL)).sum() >= len(SPECIAL) - 2
     tiny = np.abs(SPECIAL) < 2.0 ** -28
     assert same(got[tiny], SPECIAL[tiny]).all()     # tanh(x) = x, -0 kept
     assert same(got[np.isinf(SPECIAL)], np.sign(SPECIAL[np.isinf(SPECIAL)])).all()
