@@ -70,6 +70,9 @@ ffibuilder.set_source(
     'const char *ad_version(void) { return "%s"; }\n' % package_version(),
     sources=[os.path.relpath(os.path.join(HERE, s), ROOT) for s in SOURCES],
     include_dirs=[os.path.relpath(HERE, ROOT)],
+    # a changed header (rules.h, vmath.h ...) rebuilds the module too
+    depends=sorted(os.path.relpath(os.path.join(HERE, h), ROOT)
+                   for h in os.listdir(HERE) if h.endswith(".h")),
     extra_compile_args=extra_compile_args(),
     extra_link_args=os.environ.get("PYAUTODIFF_LDFLAGS", "").split(),
     libraries=["m", "pthread"],

@@ -4,11 +4,45 @@
  * values of leaf arrays) without Python, and to compute an array entry when
  * it is recorded.  A scalar case computes exactly what the Python recording
  * path computes, so a replay at the recorded inputs reproduces the recorded
- * values bit for bit.  The expressions are rules.h's, written once.        */
+ * values bit for bit.  The expressions are rules.h's, written once.
+ * Array elements take exp and tanh from vmath.h: the same code records
+ * and replays them, so a replay reproduces an array entry bit for bit too. */
 #include <math.h>
 
 #include "internal.h"
 #include "rules.h"
+#include "vmath.h"
+
+/* The sum of n contiguous doubles, pairwise as NumPy sums: runs of up to
+ * 128 by eight interleaved accumulators, longer ones as the sum of their
+ * halves.  The error grows with log n, not n as a serial sum's does, and
+ * the eight chains run in parallel (a serial sum waits on each addition). */
+static double sum_pairwise(const double *x, int64_t n)
+{
+    if (n < 8) {
+        double s = 0.0;
+        for (int64_t k = 0; k < n; ++k)
+            s += x[k];
+        return s;
+    }
+    if (n <= 128) {
+        /* locals, not an array: they stay in registers */
+        double r0 = x[0], r1 = x[1], r2 = x[2], r3 = x[3],
+               r4 = x[4], r5 = x[5], r6 = x[6], r7 = x[7];
+        int64_t k = 8;
+        for (; k + 8 <= n; k += 8) {
+            r0 += x[k];     r1 += x[k + 1]; r2 += x[k + 2]; r3 += x[k + 3];
+            r4 += x[k + 4]; r5 += x[k + 5]; r6 += x[k + 6]; r7 += x[k + 7];
+        }
+        double s = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7));
+        for (; k < n; ++k)
+            s += x[k];
+        return s;
+    }
+    int64_t half = n / 2;
+    half -= half % 8;
+    return sum_pairwise(x, half) + sum_pairwise(x + half, n - half);
+}
 
 /* Entry i when it is an array: its elements, operands broadcast. */
 static int forward_array(ad_tape *t, int64_t i)
@@ -29,7 +63,17 @@ static int forward_array(ad_tape *t, int64_t i)
         for (int64_t k = 0; k < size; ++k)
             o.val[k] = 0.0;
         ad_iter_init(&it, a.ndim, a.shape, &o, &a, 0);
-        AD_ITERATE(&it, o.val[ko] += a.val[ka]);
+        const int in = it.nd - 1;
+        if (it.so[in] == 0 && it.sa[in] == 1) {
+            /* rows of contiguous elements, each into one output element
+             * (a whole array, or along its last axes): pairwise, a row at
+             * a time over an iteration of the outer dimensions alone */
+            const int64_t n = it.shape[in];
+            it.shape[in] = 1;
+            AD_ITERATE(&it, o.val[ko] += sum_pairwise(a.val + ka, n));
+        } else {
+            AD_ITERATE(&it, o.val[ko] += a.val[ka]);
+        }
         for (int64_t k = 0; k < size; ++k)
             o.val[k] /= c;
         return AD_OK;
@@ -67,6 +111,8 @@ static int forward_array(ad_tape *t, int64_t i)
     }
     ad_iter_init(&it, o.ndim, o.shape, &o, &a, &b);
     switch ((enum ad_op)op) {
+#define AD_EXP_OF ad_vexp
+#define AD_TANH_OF ad_vtanh
 #define ARRAY_CASE(OP, AR, EXPR, DA, DB, DAA, DAB, DBB)                      \
     case OP:                                                                 \
         AD_ITERATE(&it, {                                                    \
@@ -77,6 +123,8 @@ static int forward_array(ad_tape *t, int64_t i)
         break;
     AD_ELEMENTWISE_RULES(ARRAY_CASE)
 #undef ARRAY_CASE
+#undef AD_EXP_OF
+#undef AD_TANH_OF
     case AD_LEAF: case AD_SUM: case AD_MAX: case AD_MIN: case AD_RESHAPE:
     case AD_GATHER: case AD_SCATTER: case AD_EXTERN: case AD_NUM_OPS:
         break;
@@ -93,10 +141,14 @@ AD_HOT_INLINE int forward_scalar(ad_tape *t, int64_t i)
     const double x = a >= 0 ? v[a] : 0.0, y = b >= 0 ? v[b] : 0.0;
     const double c = t->imm[i];
     switch ((enum ad_op)t->op[i]) {
+#define AD_EXP_OF exp
+#define AD_TANH_OF tanh
 #define SCALAR_CASE(OP, AR, EXPR, DA, DB, DAA, DAB, DBB)                     \
     case OP: v[i] = (EXPR); break;
     AD_ELEMENTWISE_RULES(SCALAR_CASE)
 #undef SCALAR_CASE
+#undef AD_EXP_OF
+#undef AD_TANH_OF
     case AD_LEAF: v[i] = c; break;
     case AD_SUM:  v[i] = x / c; break;   /* the sum of one scalar */
     /* a scalar entry of these reduces, reshapes or picks one number */

@@ -10,6 +10,9 @@
  *
  * VALUE is the entry's value from x, y (the operands' values) and c (the
  * entry's constant); the derivatives may also use v, the value itself.
+ * VALUE names exp and tanh as AD_EXP_OF and AD_TANH_OF, which the forward
+ * sweep defines: libm's for scalar entries (what Python's math module
+ * computes), vmath.h's vectorisable ones for array entries.
  * DA = dv/dx, DB = dv/dy, DAA = d2v/dx2, DAB = d2v/dxdy, DBB = d2v/dy2.
  * A derivative is only ever multiplied by a nonzero adjoint or tangent
  * (zero ones are skipped), so an infinite partial on a branch that does
@@ -54,9 +57,9 @@
       0.0, 0.0, 0.0)                                                         \
     X(AD_RELU,    1, x < 0 ? 0.0 : x, v > 0 ? 1.0 : 0.0, 0.0,                \
       0.0, 0.0, 0.0)                                                         \
-    X(AD_TANH,    1, tanh(x),  1.0 - v * v, 0.0,                             \
+    X(AD_TANH,    1, AD_TANH_OF(x), 1.0 - v * v, 0.0,                        \
       -2.0 * v * (1.0 - v * v), 0.0, 0.0)                                    \
-    X(AD_EXP,     1, exp(x),   v, 0.0,       v, 0.0, 0.0)                    \
+    X(AD_EXP,     1, AD_EXP_OF(x), v, 0.0,  v, 0.0, 0.0)                     \
     X(AD_LOG,     1, log(x),   1.0 / x, 0.0, -1.0 / (x * x), 0.0, 0.0)       \
     X(AD_SIGMOID, 1, ad_sigmoid(x), v * (1.0 - v), 0.0,                      \
       v * (1.0 - v) * (1.0 - 2.0 * v), 0.0, 0.0)                             \
