@@ -100,8 +100,12 @@ typedef int (*ad_extern_fn)(void *ctx, int64_t entry);
 /* Sweep modes of ad_backward. */
 enum ad_sweep_mode {
     AD_SWEEP_ACCUM = 0,   /* fresh adjoints; grad += this sweep's adjoints     */
-    AD_SWEEP_INPLACE = 1  /* micrograd: propagate through grad itself, the
+    AD_SWEEP_INPLACE = 1, /* micrograd: propagate through grad itself, the
                              root's grad set to the seed                        */
+    AD_SWEEP_LEAVES = 2   /* as ACCUM, but only leaves' grads are added to: a
+                             derivative of a function reads nothing else, and
+                             the others' adjoint blocks stay for the next
+                             sweep instead of becoming their gradients      */
 };
 
 /* Bits of tape->flags (one byte per entry).  The last three let the

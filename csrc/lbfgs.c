@@ -289,7 +289,7 @@ static int evaluate(ad_lbfgs *o, const double *x, double *f, double *g,
     }
     zero_leaf_grads(o);
     const double one = 1.0;
-    status = ad_backward_arrays(t, 1, &o->output, &one, 0, AD_SWEEP_ACCUM, 0);
+    status = ad_backward_arrays(t, 1, &o->output, &one, 0, AD_SWEEP_LEAVES, 0);
     if (status != AD_OK)
         return sweep_failed(o, status);
     read_gradient(o, g);

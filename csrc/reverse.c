@@ -244,7 +244,8 @@ int ad_backward_arrays(ad_tape *t, int64_t nseeds, const int64_t *idx,
                        const double *seed, const double *const *seed_arrays,
                        int mode, int check)
 {
-    if (mode != AD_SWEEP_ACCUM && mode != AD_SWEEP_INPLACE)
+    if (mode != AD_SWEEP_ACCUM && mode != AD_SWEEP_INPLACE &&
+        mode != AD_SWEEP_LEAVES)
         return ad_fail(t, AD_EINVAL, -1, "unknown sweep mode %d", mode);
     int64_t top = -1;
     for (int64_t k = 0; k < nseeds; ++k) {
@@ -262,7 +263,7 @@ int ad_backward_arrays(ad_tape *t, int64_t nseeds, const int64_t *idx,
     double *g = mode == AD_SWEEP_INPLACE ? t->grad : t->adj;
 
     int status = AD_OK;
-    if (mode == AD_SWEEP_ACCUM)
+    if (mode != AD_SWEEP_INPLACE)
         for (int64_t i = 0; i <= top; ++i) {
             f[i] &= (uint8_t)~AD_FLAG_MARK;
             g[i] = 0.0;
@@ -281,7 +282,7 @@ int ad_backward_arrays(ad_tape *t, int64_t nseeds, const int64_t *idx,
             ad_block *bk = &t->blk[t->aux[idx[k]]];
             double *ga = mode == AD_SWEEP_INPLACE ? bk->grad : bk->adj;
             const double *sa = seed_arrays ? seed_arrays[k] : 0;
-            const int z = mode == AD_SWEEP_ACCUM && ad_adjoint_claim(t, idx[k], 1);
+            const int z = mode != AD_SWEEP_INPLACE && ad_adjoint_claim(t, idx[k], 1);
             const double s = seed[k];
             const int64_t size = bk->size;
             if (sa == ga && z)
@@ -317,7 +318,7 @@ int ad_backward_arrays(ad_tape *t, int64_t nseeds, const int64_t *idx,
         REACH(A[i])
         REACH(B[i])
 #undef REACH
-        status = mode == AD_SWEEP_ACCUM && !check && t->aux[i] < 0
+        status = mode != AD_SWEEP_INPLACE && !check && t->aux[i] < 0
                      ? reverse_scalar(t, g, i)
                      : reverse_entry(t, g, i, mode, check);
         if (status != AD_OK)
@@ -326,9 +327,10 @@ int ad_backward_arrays(ad_tape *t, int64_t nseeds, const int64_t *idx,
 
     /* accumulated gradients are floats (micrograd's Values reached from an
      * explicit tape's sweep are accumulated this way too) */
-    if (mode == AD_SWEEP_ACCUM)
+    if (mode != AD_SWEEP_INPLACE)
         for (int64_t i = 0; i <= top; ++i) {
-            if (!(f[i] & AD_FLAG_MARK))
+            if (!(f[i] & AD_FLAG_MARK) ||
+                (mode == AD_SWEEP_LEAVES && t->op[i] != AD_LEAF))
                 continue;
             f[i] |= AD_FLAG_GRAD_FLOAT;
             if (t->aux[i] < 0) {

@@ -40,6 +40,7 @@ FLAG_VARIABLE = lib.AD_FLAG_VARIABLE
 FLAG_HAS_GRAD = lib.AD_FLAG_HAS_GRAD
 SWEEP_ACCUM = lib.AD_SWEEP_ACCUM
 SWEEP_INPLACE = lib.AD_SWEEP_INPLACE
+SWEEP_LEAVES = lib.AD_SWEEP_LEAVES
 
 # The Python side packs one record per operation in this layout; it must be
 # the C struct ad_record byte for byte.

@@ -297,7 +297,7 @@ def _attach(o, rec):
     tape = trace.tape
     tape._check_open()
     tape.flush()
-    tape.sweep_mode = _core.SWEEP_ACCUM      # the extern rules read it
+    tape.sweep_mode = _core.SWEEP_LEAVES     # the extern rules read it
     leaves = np.array([node._i for node in trace.leaves[0]], np.int64)
     array_idx = np.array([node._i for node, _, _ in rec._array_guards], np.int64)
     expected = [np.ascontiguousarray(e, dtype=np.float64).reshape(-1)

@@ -196,7 +196,7 @@ class Trace:
         leaves an enclosing tape lent are constants here)."""
         variables = self.variables()
         self.tape.zero_grads(variables)
-        self.tape.backward(list(idx), list(seeds), _core.SWEEP_ACCUM,
+        self.tape.backward(list(idx), list(seeds), _core.SWEEP_LEAVES,
                            route_imports=False)
         grads = dict(zip(map(id, variables), self.tape.grads(variables)))
         return self.read(lambda node: grads[id(node)])
