@@ -12,10 +12,21 @@ import numpy as np
 from bench.registry import Result, Unsupported, problem
 
 
+STEPS = 5      # timed steps per sample, after one untimed step
+
+
 def _timed(step):
-    t0 = time.perf_counter_ns()
+    """A step's time in a loop of steps, as a program runs it: the median of
+    STEPS consecutive steps after one untimed step (the first pays once for
+    what the rest reuse: memory from the system, caches warmed after the
+    engine that ran before).  Returns (ns, the last step's result)."""
     out = step()
-    return (time.perf_counter_ns() - t0), out
+    times = []
+    for _ in range(STEPS):
+        t0 = time.perf_counter_ns()
+        out = step()
+        times.append(time.perf_counter_ns() - t0)
+    return sorted(times)[STEPS // 2], out
 
 
 def _engine(impls, backend):

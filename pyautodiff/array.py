@@ -100,12 +100,15 @@ class Array:
     def grad(self, value):
         if np.any(np.asarray(value) != 0):
             raise ValueError("an Array's grad can only be reset to 0")
-        self._t._check_open()
-        self._t.flush()
-        _core.check(lib.ad_array_zero_grad(self._t._c, self._i), self._t._c)
+        self.zero_grad()
 
     def zero_grad(self):
-        self.grad = 0
+        t = self._t
+        if t is NO_GRAD:              # computed under no_grad: no gradient
+            return
+        t._check_open()
+        t.flush()
+        _core.check(lib.ad_array_zero_grad(t._c, self._i), t._c)
 
     shape = property(lambda self: self._d.shape)
     ndim = property(lambda self: self._d.ndim)
@@ -143,7 +146,7 @@ class Array:
         """A leaf on tape standing for this Array (from an enclosing tape);
         it shares this Array's values."""
         return _append(tape, object.__new__(Array), OPS["LEAF"], -1, -1, 0.0,
-                       self._d)
+                       self._d, owned=False)
 
     # -- reductions ----------------------------------------------------------
 
@@ -264,14 +267,15 @@ def _pool_block(t, shape):
 
 
 def _append(t, obj, op, a, b, imm, arr, variable=True, same_shape=False,
-            index_map=None, strided=None):
+            index_map=None, strided=None, owned=True):
     """Record entry (op, a, b, imm) on the open tape t with values in arr (C
     computes them) as obj, which becomes an Array on t.  A leaf is a
     variable (it gets gradients) or a constant.  same_shape: arr has operand
     a's shape, which C then takes from a (no shape to pass).  A gather or
     scatter passes its index_map (flat int64 indices), a strided gather
-    strided = (offset, strides) instead.  Results of small shapes take the
-    quicker _result."""
+    strided = (offset, strides) instead.  A leaf whose values are another
+    tape's (not owned) does not count towards compacting this one.
+    Results of small shapes take the quicker _result."""
     if len(t.nodes) != t.nflushed:
         t.flush()                     # entries below must be in C first
     val = _from_buffer(_DOUBLES, arr) if arr.size else _values_pointer(t, arr)
@@ -296,7 +300,7 @@ def _append(t, obj, op, a, b, imm, arr, variable=True, same_shape=False,
         _core.check(status, t._c)
     if op != _LEAF:
         arr.setflags(write=False)     # the tape's record of a result
-    return _adopt_entry(t, obj, arr, arr.size)
+    return _adopt_entry(t, obj, arr, arr.size if owned else 0)
 
 
 def _adopt_entry(t, obj, arr, size):

@@ -257,8 +257,10 @@ class Tape:
         if self.custom:       # some may be gone now
             self.custom = sum(getattr(n, "_bw", None) is not None for n in nodes)
         self.compact_at = max(2 * len(nodes), len(nodes) + COMPACT_MIN)
+        lent = {id(proxy) for proxy in self.imports.values()}  # not ours
         self.array_elems = sum(np.size(node._d) for node in nodes
-                               if isinstance(node._d, np.ndarray))
+                               if isinstance(node._d, np.ndarray)
+                               and id(node) not in lent)
         # soon enough that the arrays nothing holds go back to the block
         # cache (and the next step's arrays reuse them) before many pile up
         self.live_elems = self.array_elems
