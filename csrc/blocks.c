@@ -5,32 +5,11 @@
  * gradient (allocated here on first use), and shape.  Every shape reaching
  * the tape is checked here, so the sweeps can trust them.                  */
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
-
-ad_view ad_entry_view(ad_tape *t, int64_t j, double *scalar_adj)
-{
-    ad_view v;
-    if (t->aux[j] < 0) {
-        v.val = &t->val[j];
-        v.adj = scalar_adj ? &scalar_adj[j] : 0;
-        v.tan = t->tan ? &t->tan[j] : 0;
-        v.dadj = t->dadj ? &t->dadj[j] : 0;
-        v.ndim = 0;
-        v.shape = 0;
-    } else {
-        ad_block *bk = &t->blk[t->aux[j]];
-        v.val = bk->val;
-        v.adj = scalar_adj == t->grad ? bk->grad : bk->adj;
-        v.tan = bk->tan;
-        v.dadj = bk->dadj;
-        v.ndim = bk->ndim;
-        v.shape = bk->shape;
-    }
-    return v;
-}
 
 double *ad_entry_scratch(ad_tape *t, int64_t i, int which)
 {
@@ -381,7 +360,11 @@ static int append(ad_tape *t, int op, int64_t a, int64_t b, double imm,
         t->blk_cap = cap;
     }
     ad_block *bk = &t->blk[t->nblk];
-    memset(bk, 0, sizeof *bk);
+    /* the fields before the strides; the strides and the shape are set
+     * below as far as ndim (zeroing all of them cost more than the rest of
+     * a small array's entry) */
+    memset(bk, 0, offsetof(ad_block, stride));
+    bk->adj_unset = 0;
     if (form) {
         bk->map = form->map;
         bk->nmap = form->nmap;

@@ -74,7 +74,30 @@ typedef struct ad_view {
     const int64_t *shape;
 } ad_view;
 
-ad_view ad_entry_view(ad_tape *t, int64_t j, double *scalar_adj);
+/* Entry j's memory: a scalar's one double, or an array's block (adj is
+ * grad when scalar_adj is the tape's grad: a sweep in place).  Inline:
+ * every array kernel takes three. */
+static inline ad_view ad_entry_view(ad_tape *t, int64_t j, double *scalar_adj)
+{
+    ad_view v;
+    if (t->aux[j] < 0) {
+        v.val = &t->val[j];
+        v.adj = scalar_adj ? &scalar_adj[j] : 0;
+        v.tan = t->tan ? &t->tan[j] : 0;
+        v.dadj = t->dadj ? &t->dadj[j] : 0;
+        v.ndim = 0;
+        v.shape = 0;
+    } else {
+        ad_block *bk = &t->blk[t->aux[j]];
+        v.val = bk->val;
+        v.adj = scalar_adj == t->grad ? bk->grad : bk->adj;
+        v.tan = bk->tan;
+        v.dadj = bk->dadj;
+        v.ndim = bk->ndim;
+        v.shape = bk->shape;
+    }
+    return v;
+}
 int ad_same_shape(const ad_view *x, const ad_view *y);
 void ad_iter_init(ad_iter *it, int nd, const int64_t *shape,
                   const ad_view *o, const ad_view *a, const ad_view *b);
@@ -100,7 +123,10 @@ void ad_iter_init(ad_iter *it, int nd, const int64_t *shape,
         const int64_t n_ = it_->shape[in_];                                  \
         const int64_t so_ = it_->so[in_], sa_ = it_->sa[in_],                \
                       sb_ = it_->sb[in_];                                    \
-        int64_t idx_[AD_MAXDIM] = {0};                                       \
+        int64_t idx_[AD_MAXDIM]; /* the outer dims' (zeroing all 16 costs \
+                                    more than a small array's loop)  */      \
+        for (int z_ = 0; z_ < in_; ++z_)                                     \
+            idx_[z_] = 0;                                                    \
         int64_t bo_ = 0, ba_ = 0, bb_ = 0;                                   \
         (void)sa_; (void)sb_;                                                \
         for (;;) {                                                           \

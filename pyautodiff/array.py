@@ -246,14 +246,15 @@ def _values_pointer(t, arr):
 
 # Small results are rows of a read-only block of _POOL_ROWS of one shape:
 # a view costs less than a new array, its memory address, and making it
-# read-only.  A row keeps its block alive, so only small ones are pooled.
+# read-only, and the views of a block's rows are made in one go.  A row
+# keeps its block alive, so only small ones are pooled.
 _POOL_ROWS = 64
 _POOL_MAX = 64           # elements
 
 
 def _pool_block(t, shape):
-    """A fresh block of rows of this shape: [rows, address, next row, size],
-    or False where a row would be too big to pool."""
+    """A fresh block of rows of this shape: [row views, address, next row,
+    size], or False where a row would be too big to pool."""
     size = 1
     for n in shape:
         size *= n
@@ -262,7 +263,7 @@ def _pool_block(t, shape):
         return False
     rows = np.empty((_POOL_ROWS,) + shape)
     rows.setflags(write=False)        # C writes through the address only
-    t.pools[shape] = block = [rows, _from_buffer(_DOUBLES, rows), 0, size]
+    t.pools[shape] = block = [list(rows), _from_buffer(_DOUBLES, rows), 0, size]
     return block
 
 
