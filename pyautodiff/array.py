@@ -304,49 +304,84 @@ def _append(t, obj, op, a, b, imm, arr, variable=True, same_shape=False,
     return _adopt_entry(t, obj, arr, arr.size if owned else 0)
 
 
-def _adopt_entry(t, obj, arr, size):
-    """obj becomes the Array of the entry just appended, with values arr."""
-    obj._d = arr
-    obj._t = t
-    nodes = t.nodes
-    obj._i = i = len(nodes)
-    nodes.append(obj)
-    t.nflushed = i + 1                # the entry is in C already
-    t.array_elems += size
-    if t.array_elems > t.compact_elems:
-        t.compact()                   # big arrays fill memory before entries do
-    if i >= t.limit:
-        t.spill()                     # room in the record buffer, as scalars do
-    return obj
+# The steps that make `out` the Array of the entry just appended, with
+# values `arr` (`size` of them counted towards compacting the tape).
+ADOPT_STEPS = """\
+out._d = arr
+out._t = t
+nodes = t.nodes
+out._i = i = len(nodes)
+nodes.append(out)
+t.nflushed = i + 1
+t.array_elems += size
+if t.array_elems > t.compact_elems:
+    t.compact()
+if i >= t.limit:
+    t.spill()
+"""
+# (nflushed: the entry is in C already; compact: big arrays fill memory
+# before entries do; spill: room in the record buffer, as scalars have.)
 
-
-def _result(t, op, a, b, imm, shape, same_shape=False):
-    """A new Array: the result of entry (op, a, b, imm), of this shape (the
-    shape of operand a when same_shape), computed by C.
-
-    Every operation on arrays runs this, so it is short: a chain of
-    small-array operations costs what this path costs.  A small result is
-    the next row of its shape's pooled block."""
-    block = t.pools.get(shape)
-    if block is None or (block and block[2] == _POOL_ROWS):
-        block = _pool_block(t, shape)
-    if not block:
-        return _append(t, _object_new(Array), op, a, b, imm,
-                       buffers.empty(shape), True, same_shape)
+# The steps that record `out`, the result of entry (op, a, b, imm) of
+# `shape`, computed by C: a small result is the next row of its shape's
+# pooled block.  Every operation on arrays runs them, so they are inlined
+# into the generated operators (_install), where two calls would cost a
+# fifth of an operation on a small array, and compiled once as _result()
+# for everything else.  SHAPE_ARGS: "-1, _NULL" where the result has operand
+# a's shape (C takes it from there), else the shape itself.
+RESULT_STEPS = """\
+block = t.pools.get(shape)
+if block is None or (block and block[2] == _POOL_ROWS):
+    block = _pool_block(t, shape)
+if block:
     if len(t.nodes) != t.nflushed:
-        t.flush()                     # entries below must be in C first
+        t.flush()
     j = block[2]
     block[2] = j + 1
     size = block[3]
-    val = block[1] + j * size
-    if same_shape:
-        status = _array_append(t._c, op, a, b, imm, val, -1, _NULL)
-    else:
-        status = _array_append(t._c, op, a, b, imm, val, len(shape),
-                               ffi.new("int64_t[]", shape))
+    status = _array_append(t._c, {op}, {a}, {b}, {imm}, block[1] + j * size,
+                           {shape_args})
     if status:
         _core.check(status, t._c)
-    return _adopt_entry(t, _object_new(Array), block[0][j], size)
+    out = _object_new(Array)
+    arr = block[0][j]
+""" + "".join("    " + line + "\n" for line in ADOPT_STEPS.splitlines()) + """\
+else:
+    out = _append(t, _object_new(Array), {op}, {a}, {b}, {imm},
+                  buffers.empty(shape), True, {same})
+"""
+_SAME_SHAPE_ARGS = "-1, _NULL"
+_SHAPE_ARGS = "len(shape), ffi.new('int64_t[]', shape)"
+
+
+def _result_steps(op, a, b, imm, same, spaces):
+    steps = RESULT_STEPS.format(op=op, a=a, b=b, imm=imm, same=same,
+                                shape_args=_SAME_SHAPE_ARGS if same == "True"
+                                else _SHAPE_ARGS)
+    return "".join(" " * spaces + line + "\n" for line in steps.splitlines())
+
+
+def _compile(src, name):
+    scope = {}
+    exec(src, globals(), scope)
+    return scope[name]
+
+
+_adopt_entry = _compile(
+    "def _adopt_entry(t, out, arr, size):\n"
+    '    """out becomes the Array of the entry just appended, with values arr."""\n'
+    + "".join("    " + line + "\n" for line in ADOPT_STEPS.splitlines())
+    + "    return out\n", "_adopt_entry")
+
+_result = _compile(
+    "def _result(t, op, a, b, imm, shape, same_shape=False):\n"
+    '    """A new Array: the result of entry (op, a, b, imm), of this shape\n'
+    '    (the shape of operand a when same_shape), computed by C."""\n'
+    "    if same_shape:\n"
+    + _result_steps("op", "a", "b", "imm", "True", 8)
+    + "    else:\n"
+    + _result_steps("op", "a", "b", "imm", "False", 8)
+    + "    return out\n", "_result")
 
 
 def _new(t, op, a, b, imm, shape, numpy_equivalent=None, same_shape=False):
@@ -489,57 +524,55 @@ def _detached_binary(self, other, name):
     return _detached(_NUMPY_BINARY[name](self._d, _plain(other)))
 
 
-def _binary_method(name):
+def _binary_source(name):
     """Array's operator `name`.  The common cases (an Array of the same
-    shape on the same tape, a Python number) go straight to _new, the rest
-    through _binary: a chain of small-array operations costs what this
-    path costs."""
+    shape, a Python number) record inline (RESULT_STEPS), the rest go
+    through _binary."""
     vv_op, vc_op, cexpr = BINARY[name]
-    vv = OPS[vv_op] if vv_op else None
-    vc, negate, powc = OPS[vc_op], cexpr == "-other", vc_op == "POWC"
+    c = "-float(other)" if cexpr == "-other" else "float(other)"
+    op = f"_SQUARE if c == 2.0 else {OPS[vc_op]}" if vc_op == "POWC" else str(OPS[vc_op])
+    src = (f"def {name}(self, other):\n"
+           "    t = state.rec\n"
+           "    if self._t is t and t is not NO_GRAD:\n"
+           "        cls = other.__class__\n"
+           "        shape = self._d.shape\n"
+           "        if cls is float or cls is int:\n"
+           f"            c = {c}\n"
+           f"            op = {op}\n"
+           + _result_steps("op", "self._i", "-1", "c", "True", 12))
+    if vv_op:
+        src += ("        elif cls is Array and other._d.shape == shape:\n"
+                "            b = other._i if other._t is t else t.adopt(other)._i\n"
+                f"            op = {OPS[vv_op]}\n"
+                + _result_steps("op", "self._i", "b", "0.0", "True", 12))
+    src += ("        else:\n"
+            f"            return _binary(self, other, {name!r})\n"
+            "        if t._c.last_nonfinite:\n"
+            "            _nonfinite(out, op, lambda: _detached_binary(self, other, "
+            f"{name!r}))\n"
+            "        return out\n"
+            f"    return _binary(self, other, {name!r})\n")
+    return src
 
-    def method(self, other):
-        t = state.rec
-        if self._t is t and t is not NO_GRAD:
-            cls = other.__class__
-            if cls is float or cls is int:
-                c = -float(other) if negate else float(other)
-                op = _SQUARE if powc and c == 2.0 else vc
-                out = _result(t, op, self._i, -1, c, self._d.shape, True)
-            elif cls is Array and vv is not None and other._d.shape == self._d.shape:
-                b = other._i if other._t is t else t.adopt(other)._i
-                op = vv
-                out = _result(t, op, self._i, b, 0.0, self._d.shape, True)
-            else:
-                return _binary(self, other, name)
-            if t._c.last_nonfinite:
-                _nonfinite(out, op, lambda: _detached_binary(self, other, name))
-            return out
-        return _binary(self, other, name)
-    method.__name__ = name
-    return method
 
-
-def _unary_method(name):
-    op, numpy_fn = OPS[UNARY[name]], NUMPY_UNARY[name]
-
-    def method(self):
-        t = state.rec
-        if self._t is t and t is not NO_GRAD:
-            out = _result(t, op, self._i, -1, 0.0, self._d.shape, True)
-            if t._c.last_nonfinite:
-                _nonfinite(out, op, lambda: numpy_fn(self._d))
-            return out
-        return _unary(self, name)
-    method.__name__ = name
-    return method
+def _unary_source(name):
+    op = OPS[UNARY[name]]
+    return (f"def {name}(self):\n"
+            "    t = state.rec\n"
+            "    if self._t is t and t is not NO_GRAD:\n"
+            "        shape = self._d.shape\n"
+            + _result_steps(str(op), "self._i", "-1", "0.0", "True", 8)
+            + "        if t._c.last_nonfinite:\n"
+            f"            _nonfinite(out, {op}, lambda: NUMPY_UNARY[{name!r}](self._d))\n"
+            "        return out\n"
+            f"    return _unary(self, {name!r})\n")
 
 
 def _install():
     for name in BINARY:
-        setattr(Array, name, _binary_method(name))
+        setattr(Array, name, _compile(_binary_source(name), name))
     for name in UNARY:
-        setattr(Array, name, _unary_method(name))
+        setattr(Array, name, _compile(_unary_source(name), name))
 
 
 _install()

@@ -13,9 +13,14 @@ from .value import Value
 def _make(name):
     method = "__abs__" if name == "abs" else name
     numpy_fn = NUMPY_UNARY[method]
+    # the recording method by exact class (the common case, looked up once)
+    own = {Array: getattr(Array, method), Value: getattr(Value, method)}
 
     def fn(x):
-        if isinstance(x, (Value, Array)):
+        m = own.get(x.__class__)
+        if m is not None:
+            return m(x)
+        if isinstance(x, (Value, Array)):       # a subclass
             return getattr(x, method)()
         return numpy_fn(x)
 
