@@ -5,14 +5,16 @@ A fresh page from the system costs a page fault the first time it is
 touched, and a training step that makes the same big arrays every time
 (leaves, products, gradients read back) would take fresh pages for each of
 them.  Arrays made here give their memory back to the cache when they are
-collected, so the next step's arrays reuse it.  Small arrays come from
-NumPy: malloc reuses those well.
+collected, so the next step's arrays reuse it.  Smaller arrays come from
+NumPy: below glibc's threshold for mapping memory of its own (128 KiB),
+malloc reuses freed memory well, and costs less than the cache's call
+through cffi (measured on the Rosenbrock gradient at n = 10,000).
 """
 import numpy as np
 
 from ._core import ffi, lib
 
-BUFFER_MIN = 8192    # elements (64 KiB) from which values come from the cache
+BUFFER_MIN = 16384    # elements (128 KiB) from which values come from the cache
 
 
 def empty(shape):
