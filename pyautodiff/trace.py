@@ -131,9 +131,11 @@ class Trace:
     def scalar_output(self):
         """(entry or None, value) of a function that must return a scalar."""
         out = self.out
-        if out.__class__ is Value and out._t is self.tape:     # the common case
+        if out.__class__ is Value and out._t is self.tape:     # the common cases
             self.tape.flush()
             return out._i, self.tape._c.val[out._i]
+        if out.__class__ is Array and out._t is self.tape and out._d.size == 1:
+            return out._i, out._d.item()
         leaves, st = self.outputs()
         value = self._leaf_value(leaves[0]) if len(leaves) == 1 else None
         if st.node is not None or np.size(value) != 1:
