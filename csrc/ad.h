@@ -238,6 +238,11 @@ int ad_array_zero_grad(ad_tape *t, int64_t i);
  * lives on); entry j has no gradient after.  Returns the block, or NULL
  * (nothing moved) unless both are arrays of one size and j has a gradient. */
 double *ad_adjoint_take(ad_tape *t, int64_t i, ad_tape *from, int64_t j);
+/* Array entry i's gradient block, which the caller now owns (give it back
+ * with ad_buffer_release): the entry has no gradient after.  NULL when it
+ * has none.  A tape being released hands its held Arrays' gradients over
+ * this way instead of copying them. */
+double *ad_array_grad_take(ad_tape *t, int64_t i);
 /* Memory for the values of a large Array (count doubles, uninitialised),
  * from the cache of freed blocks, so that a buffer made anew every step
  * costs no page faults; NULL when out of memory.  Give it back with

@@ -547,6 +547,16 @@ int ad_array_zero_grad(ad_tape *t, int64_t i)
     return AD_OK;
 }
 
+double *ad_array_grad_take(ad_tape *t, int64_t i)
+{
+    if (i < 0 || i >= t->n || t->aux[i] < 0)
+        return 0;
+    ad_block *bk = &t->blk[t->aux[i]];
+    double *p = bk->grad;
+    bk->grad = 0;
+    return p;
+}
+
 double *ad_adjoint_take(ad_tape *t, int64_t i, ad_tape *from, int64_t j)
 {
     if (!t || !from || t == from || i < 0 || i >= t->n || j < 0 ||

@@ -27,6 +27,12 @@ def empty(shape):
     p = lib.ad_buffer_alloc(size)
     if p == ffi.NULL:
         raise MemoryError(f"out of memory for an array of shape {tuple(shape)}")
+    return adopt(p, shape, size)
+
+
+def adopt(p, shape, size):
+    """The C block p of size doubles as an array of this shape, which gives
+    the block back to the cache when it is collected."""
     p = ffi.gc(p, lambda q: lib.ad_buffer_release(q, size), 8 * size)
     return np.frombuffer(ffi.buffer(p, 8 * size)).reshape(shape)
 

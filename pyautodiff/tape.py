@@ -661,11 +661,10 @@ class Tape:
             if c.aux[i] < 0:
                 self._frozen[i] = c.grad[i]
                 continue
-            p = lib.ad_array_grad(c, i)
+            p = lib.ad_array_grad_take(c, i)      # handed over, not copied
             if p != ffi.NULL:
                 d = nodes[i]._d
-                self._frozen_arrays[i] = buffers.copy(np.frombuffer(
-                    ffi.buffer(p, 8 * d.size)).reshape(d.shape))
+                self._frozen_arrays[i] = buffers.adopt(p, d.shape, d.size)
         self.closed = True
         self.nodes = []
         self.buf = bytearray()
