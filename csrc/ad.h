@@ -215,6 +215,10 @@ int64_t ad_tape_nbytes(const ad_tape *t);
 /* ndim -1 (shape unused): the output has operand a's shape. */
 int ad_array_append(ad_tape *t, int op, int64_t a, int64_t b, double imm,
                     double *val, int32_t ndim, const int64_t *shape);
+/* The same with the output in operand a's shape: the recording path's
+ * common case, with fewer arguments (each costs a conversion in cffi). */
+int ad_array_op(ad_tape *t, int op, int64_t a, int64_t b, double imm,
+                double *val);
 int ad_array_leaf(ad_tape *t, double *val, int32_t ndim, const int64_t *shape,
                   int variable);
 int ad_array_append_map(ad_tape *t, int op, int64_t a, double *val,

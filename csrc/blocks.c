@@ -272,6 +272,12 @@ int ad_array_append(ad_tape *t, int op, int64_t a, int64_t b, double imm,
     return AD_OK;
 }
 
+int ad_array_op(ad_tape *t, int op, int64_t a, int64_t b, double imm,
+                double *val)
+{
+    return ad_array_append(t, op, a, b, imm, val, -1, 0);
+}
+
 /* GATHER: nmap == the output's size, entries index the operand.
  * SCATTER: nmap == the operand's size, entries index the output. */
 int ad_array_append_map(ad_tape *t, int op, int64_t a, double *val,

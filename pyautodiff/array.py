@@ -232,6 +232,7 @@ _cast = ffi.cast
 _DOUBLE_P = ffi.typeof("double *")
 _object_new = object.__new__
 _array_append = lib.ad_array_append
+_array_op = lib.ad_array_op
 _NULL = ffi.NULL
 
 
@@ -283,7 +284,7 @@ def _append(t, obj, op, a, b, imm, arr, variable=True, same_shape=False,
         t.flush()                     # entries below must be in C first
     val = _from_buffer(_DOUBLES, arr) if arr.size else _values_pointer(t, arr)
     if same_shape:
-        status = _array_append(t._c, op, a, b, imm, val, -1, _NULL)
+        status = _array_op(t._c, op, a, b, imm, val)
     else:
         shape = ffi.new("int64_t[]", arr.shape or (0,))
         if strided is not None:
@@ -329,8 +330,8 @@ if i >= t.limit:
 # pooled block.  Every operation on arrays runs them, so they are inlined
 # into the generated operators (_install), where two calls would cost a
 # fifth of an operation on a small array, and compiled once as _result()
-# for everything else.  SHAPE_ARGS: "-1, _NULL" where the result has operand
-# a's shape (C takes it from there), else the shape itself.
+# for everything else.  A result in operand a's shape takes ad_array_op
+# (C takes the shape from a), any other ad_array_append with its shape.
 RESULT_STEPS = """\
 block = t.pools.get(shape)
 if block is None or (block and block[2] == _POOL_ROWS):
@@ -341,8 +342,7 @@ if block:
     j = block[2]
     block[2] = j + 1
     size = block[3]
-    status = _array_append(t._c, {op}, {a}, {b}, {imm}, block[1] + j * size,
-                           {shape_args})
+    status = {append}(t._c, {op}, {a}, {b}, {imm}, block[1] + j * size{shape_args})
     if status:
         _core.check(status, t._c)
     out = _object_new(Array)
@@ -352,14 +352,14 @@ else:
     out = _append(t, _object_new(Array), {op}, {a}, {b}, {imm},
                   buffers.empty(shape), True, {same})
 """
-_SAME_SHAPE_ARGS = "-1, _NULL"
-_SHAPE_ARGS = "len(shape), ffi.new('int64_t[]', shape)"
+_SHAPE_ARGS = ",\n                           len(shape), ffi.new('int64_t[]', shape)"
 
 
 def _result_steps(op, a, b, imm, same, spaces):
+    same_shape = same == "True"
     steps = RESULT_STEPS.format(op=op, a=a, b=b, imm=imm, same=same,
-                                shape_args=_SAME_SHAPE_ARGS if same == "True"
-                                else _SHAPE_ARGS)
+                                append="_array_op" if same_shape else "_array_append",
+                                shape_args="" if same_shape else _SHAPE_ARGS)
     return "".join(" " * spaces + line + "\n" for line in steps.splitlines())
 
 
