@@ -216,7 +216,9 @@ int64_t ad_tape_nbytes(const ad_tape *t);
 int ad_array_append(ad_tape *t, int op, int64_t a, int64_t b, double imm,
                     double *val, int32_t ndim, const int64_t *shape);
 /* The same with the output in operand a's shape: the recording path's
- * common case, with fewer arguments (each costs a conversion in cffi). */
+ * common case, with fewer arguments (each costs a conversion in cffi),
+ * returning -1 instead of AD_OK when the result holds a NaN or an
+ * infinity (what else reads last_nonfinite).                            */
 int ad_array_op(ad_tape *t, int op, int64_t a, int64_t b, double imm,
                 double *val);
 int ad_array_leaf(ad_tape *t, double *val, int32_t ndim, const int64_t *shape,

@@ -275,7 +275,8 @@ int ad_array_append(ad_tape *t, int op, int64_t a, int64_t b, double imm,
 int ad_array_op(ad_tape *t, int op, int64_t a, int64_t b, double imm,
                 double *val)
 {
-    return ad_array_append(t, op, a, b, imm, val, -1, 0);
+    int status = ad_array_append(t, op, a, b, imm, val, -1, 0);
+    return status == AD_OK && t->last_nonfinite ? -1 : status;
 }
 
 /* GATHER: nmap == the output's size, entries index the operand.

@@ -300,7 +300,7 @@ def _append(t, obj, op, a, b, imm, arr, variable=True, same_shape=False,
             status = lib.ad_array_leaf(t._c, val, arr.ndim, shape, variable)
         else:
             status = _array_append(t._c, op, a, b, imm, val, arr.ndim, shape)
-    if status:
+    if status > 0:                    # (ad_array_op: -1 for a NaN or inf)
         _core.check(status, t._c)
     if op != _LEAF:
         arr.setflags(write=False)     # the tape's record of a result
@@ -331,7 +331,9 @@ if i >= t.limit:
 # into the generated operators (_install), where two calls would cost a
 # fifth of an operation on a small array, and compiled once as _result()
 # for everything else.  A result in operand a's shape takes ad_array_op
-# (C takes the shape from a), any other ad_array_append with its shape.
+# (C takes the shape from a, and its status says whether the result holds
+# a NaN or an infinity), any other ad_array_append with its shape.  `bad`
+# is then nonzero for such a result.
 RESULT_STEPS = """\
 block = t.pools.get(shape)
 if block is None or (block and block[2] == _POOL_ROWS):
@@ -343,14 +345,16 @@ if block:
     block[2] = j + 1
     size = block[3]
     status = {append}(t._c, {op}, {a}, {b}, {imm}, block[1] + j * size{shape_args})
-    if status:
+    if status > 0:
         _core.check(status, t._c)
+    bad = {bad}
     out = _object_new(Array)
     arr = block[0][j]
 """ + "".join("    " + line + "\n" for line in ADOPT_STEPS.splitlines()) + """\
 else:
     out = _append(t, _object_new(Array), {op}, {a}, {b}, {imm},
                   buffers.empty(shape), True, {same})
+    bad = t._c.last_nonfinite
 """
 _SHAPE_ARGS = ",\n                           len(shape), ffi.new('int64_t[]', shape)"
 
@@ -359,7 +363,8 @@ def _result_steps(op, a, b, imm, same, spaces):
     same_shape = same == "True"
     steps = RESULT_STEPS.format(op=op, a=a, b=b, imm=imm, same=same,
                                 append="_array_op" if same_shape else "_array_append",
-                                shape_args="" if same_shape else _SHAPE_ARGS)
+                                shape_args="" if same_shape else _SHAPE_ARGS,
+                                bad="status" if same_shape else "t._c.last_nonfinite")
     return "".join(" " * spaces + line + "\n" for line in steps.splitlines())
 
 
@@ -549,7 +554,7 @@ def _binary_source(name):
                 + _result_steps("op", "self._i", "b", "0.0", "True", 12))
     src += ("        else:\n"
             f"            return _binary(self, other, {name!r})\n"
-            "        if t._c.last_nonfinite:\n"
+            "        if bad:\n"
             "            _nonfinite(out, op, lambda: _detached_binary(self, other, "
             f"{name!r}))\n"
             "        return out\n"
@@ -564,7 +569,7 @@ def _unary_source(name):
             "    if self._t is t and t is not NO_GRAD:\n"
             "        shape = self._d.shape\n"
             + _result_steps(str(op), "self._i", "-1", "0.0", "True", 8)
-            + "        if t._c.last_nonfinite:\n"
+            + "        if bad:\n"
             f"            _nonfinite(out, {op}, lambda: NUMPY_UNARY[{name!r}](self._d))\n"
             "        return out\n"
             f"    return _unary(self, {name!r})\n")
