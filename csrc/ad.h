@@ -80,6 +80,11 @@ enum ad_op {
     AD_RESHAPE, /* a       v = a in another shape (same elements)  ga += g    */
     AD_EXTERN,  /* a b     v = f(a, b), rules in Python (matmul, custom ops):
                             the sweeps call the tape's callbacks            */
+    AD_LSE,     /* a       v = log(sum(exp(a) over the dims v has as 1)),
+                           shifted by their max so nothing overflows
+                                                 ga += exp(a - v)*g (softmax) */
+    /* Saved recordings (pyautodiff/tapefile.py) hold these numbers: a new
+     * op goes here, at the end, so the others keep theirs.               */
     AD_NUM_OPS
 };
 

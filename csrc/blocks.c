@@ -194,7 +194,7 @@ static int check_shapes(ad_tape *t, int op, int64_t a, int64_t b,
     int and_;
     const int64_t *ash;
     entry_shape(t, a, &and_, &ash);
-    if (op == AD_SUM || op == AD_MAX || op == AD_MIN) {
+    if (op == AD_SUM || op == AD_MAX || op == AD_MIN || op == AD_LSE) {
         /* the output keeps every dimension: 1 where it is reduced over;
          * or, reduced over all of them, it is 0-d (it broadcasts to the
          * operand's every element just the same) */

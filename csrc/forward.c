@@ -8,6 +8,7 @@
  * Array elements take exp and tanh from vmath.h: the same code records
  * and replays them, so a replay reproduces an array entry bit for bit too. */
 #include <math.h>
+#include <stdlib.h>
 
 #include "internal.h"
 #include "rules.h"
@@ -42,6 +43,74 @@ static double sum_pairwise(const double *x, int64_t n)
     int64_t half = n / 2;
     half -= half % 8;
     return sum_pairwise(x, half) + sum_pairwise(x + half, n - half);
+}
+
+/* sum(exp(x[k] - m)) over n contiguous doubles: the exponentials of up
+ * to 128 at a time in a loop that vectorises, summed pairwise. */
+static double sum_exp_shifted(const double *x, int64_t n, double m)
+{
+    if (n > 128) {
+        int64_t half = n / 2;
+        half -= half % 8;
+        return sum_exp_shifted(x, half, m) + sum_exp_shifted(x + half, n - half, m);
+    }
+    double e[128];
+    for (int64_t k = 0; k < n; ++k)
+        e[k] = ad_vexp(x[k] - m);
+    return sum_pairwise(e, n);
+}
+
+/* The shift of a log-sum-exp: the max m of its elements (a NaN wins), or
+ * 0 where m is not finite.  Then m + log(sum(exp(x - m))) never overflows,
+ * an all -inf (or empty) reduction is -inf, one with +inf is +inf, and a
+ * NaN is NaN: scipy.special.logsumexp's rule.                           */
+static inline double lse_shift(double m)
+{
+    return isfinite(m) ? m : 0.0;
+}
+
+static double lse_row(const double *x, int64_t n)
+{
+    double m = -INFINITY;
+    for (int64_t k = 0; k < n; ++k)
+        if (x[k] > m || isnan(x[k]))
+            m = x[k];
+    m = lse_shift(m);
+    return m + log(sum_exp_shifted(x, n, m));
+}
+
+/* LSE entry i (output o, operand a): a reduction over contiguous rows
+ * (the last axes) a row at a time; any other in three passes (max, sum of the
+ * shifted exponentials, log) over a broadcast iteration. */
+static int forward_lse(ad_tape *t, int64_t i, const ad_view *o, const ad_view *a)
+{
+    const int64_t size = t->blk[t->aux[i]].size;
+    for (int64_t k = 0; k < size; ++k)
+        o->val[k] = -INFINITY;          /* what an empty reduction gives */
+    ad_iter it;
+    ad_iter_init(&it, a->ndim, a->shape, o, a, 0);
+    const int in = it.nd - 1;
+    if (it.so[in] == 0 && it.sa[in] == 1 && it.shape[in] * size == it.size) {
+        /* each output element is one contiguous row's */
+        const int64_t n = it.shape[in];
+        it.shape[in] = 1;
+        AD_ITERATE(&it, o->val[ko] = lse_row(a->val + ka, n));
+        return AD_OK;
+    }
+    if (size == 0)
+        return AD_OK;
+    double *sum = calloc((size_t)size, sizeof *sum);
+    if (!sum)
+        return ad_fail(t, AD_ENOMEM, i, "out of memory in logsumexp");
+    AD_ITERATE(&it, { double x = a->val[ka];
+                      if (x > o->val[ko] || isnan(x)) o->val[ko] = x; });
+    for (int64_t k = 0; k < size; ++k)
+        o->val[k] = lse_shift(o->val[k]);
+    AD_ITERATE(&it, sum[ko] += ad_vexp(a->val[ka] - o->val[ko]));
+    for (int64_t k = 0; k < size; ++k)
+        o->val[k] += log(sum[k]);
+    free(sum);
+    return AD_OK;
 }
 
 /* Entry i when it is an array: its elements, operands broadcast. */
@@ -91,6 +160,8 @@ static int forward_array(ad_tape *t, int64_t i)
                               if (x < o.val[ko] || isnan(x)) o.val[ko] = x; });
         return AD_OK;
     }
+    if (op == AD_LSE)
+        return forward_lse(t, i, &o, &a);
     if (op == AD_RESHAPE) {
         int64_t size = t->blk[t->aux[i]].size;
         for (int64_t k = 0; k < size; ++k)
@@ -126,7 +197,8 @@ static int forward_array(ad_tape *t, int64_t i)
 #undef AD_EXP_OF
 #undef AD_TANH_OF
     case AD_LEAF: case AD_SUM: case AD_MAX: case AD_MIN: case AD_RESHAPE:
-    case AD_GATHER: case AD_SCATTER: case AD_EXTERN: case AD_NUM_OPS:
+    case AD_GATHER: case AD_SCATTER: case AD_EXTERN: case AD_LSE:
+    case AD_NUM_OPS:
         break;
     }
     return AD_OK;
@@ -153,6 +225,7 @@ AD_HOT_INLINE int forward_scalar(ad_tape *t, int64_t i)
     case AD_SUM:  v[i] = x / c; break;   /* the sum of one scalar */
     /* a scalar entry of these reduces, reshapes or picks one number */
     case AD_MAX: case AD_MIN: case AD_RESHAPE: case AD_GATHER: case AD_SCATTER:
+    case AD_LSE:    /* log(exp(x)) is x: its shift is x, or 0 when not finite */
         v[i] = x; break;
     case AD_EXTERN:
         return ad_call_extern(t, t->extern_forward, i, "forward");

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "ad.h"
+#include "vmath.h"
 
 /* For the per-entry step of a sweep, inlined into the sweep's loop even
  * where the compiler would rather not (it is called from two places). */
@@ -211,6 +212,48 @@ static inline double ad_azmul(double d, double t)
     const double p = d * t;
     return t == 0.0 ? 0.0 : p;
 }
+
+/* LSE: d out / d x for an operand element x of output out, its softmax
+ * weight exp(x - out), in [0, 1].  An output of -inf (every element -inf,
+ * or none) weighs nothing, where x - out would be -inf - -inf = NaN.  The
+ * reverse, tangent and second-order rules are this weight times the
+ * adjoint or the tangent; vexp keeps their loops vectorisable.           */
+static inline double ad_lse_weight(double x, double out)
+{
+    const double s = ad_vexp(x - out);
+    return out == -INFINITY ? 0.0 : s;
+}
+
+/* The body runs once per element of LSE operand a (its values aval; the
+ * output's oval), with ko and ka as in AD_ITERATE and s its weight.  it
+ * iterates over a's shape with the output broadcast (as a reduction's
+ * does).  Where that ends in contiguous rows each into one output
+ * element (the last axis: the common case), a row is one plain loop with
+ * the output's value read once.                                          */
+#define AD_LSE_EACH(it, oval, aval, ...)                                     \
+    do {                                                                     \
+        ad_iter lr_ = *(it);                                                 \
+        const int li_ = lr_.nd - 1;                                          \
+        const int64_t ln_ = lr_.shape[li_];                                  \
+        const double *const lo_ = (oval), *const la_ = (aval);               \
+        if (lr_.so[li_] == 0 && lr_.sa[li_] == 1) {                          \
+            lr_.shape[li_] = 1;     /* the outer dims step from row to row */\
+            AD_ITERATE(&lr_, {                                               \
+                const double out_ = lo_[ko];                                 \
+                const int64_t row_ = ka;                                     \
+                for (int64_t r_ = 0; r_ < ln_; ++r_) {                       \
+                    const int64_t ka = row_ + r_;   /* the row's element */  \
+                    const double s = ad_lse_weight(la_[ka], out_);           \
+                    __VA_ARGS__;                                             \
+                }                                                            \
+            });                                                              \
+        } else {                                                             \
+            AD_ITERATE(&lr_, {                                               \
+                const double s = ad_lse_weight(la_[ka], lo_[ko]);            \
+                __VA_ARGS__;                                                 \
+            });                                                              \
+        }                                                                    \
+    } while (0)
 
 /* Scratch blocks of the tangent and second-order sweeps (blocks.c):
  * make entry i's adj (0), tan (1) or dadj (2) exist, zeroed.  A scalar's

@@ -16,6 +16,7 @@ static const char *const op_names[AD_NUM_OPS] = {
     [AD_MAX] = "max",        [AD_MIN] = "min",        [AD_GATHER] = "gather",
     [AD_SCATTER] = "scatter", [AD_LT] = "lt",        [AD_LE] = "le",
     [AD_EQ] = "eq",          [AD_NE] = "ne",          [AD_SQUARE] = "square",
+    [AD_LSE] = "lse",
 };
 
 static const signed char op_arity[AD_NUM_OPS] = {
@@ -29,6 +30,7 @@ static const signed char op_arity[AD_NUM_OPS] = {
     [AD_MAXIMUM] = 2, [AD_MINIMUM] = 2, [AD_SELECT] = 2, [AD_MAX] = 1,
     [AD_MIN] = 1, [AD_GATHER] = 1, [AD_SCATTER] = 1,
     [AD_LT] = 2, [AD_LE] = 2, [AD_EQ] = 2, [AD_NE] = 2, [AD_SQUARE] = 1,
+    [AD_LSE] = 1,
 };
 
 const char *ad_op_name(int op)

@@ -39,7 +39,7 @@ static int hands_float(const ad_tape *t, int64_t i, int k)
     case AD_RESHAPE: case AD_EXTERN: case AD_MAXIMUM: case AD_MINIMUM:
     case AD_SELECT: case AD_MAX: case AD_MIN: case AD_GATHER: case AD_SCATTER:
     case AD_LT: case AD_LE: case AD_EQ: case AD_NE: case AD_SQUARE:
-    case AD_NUM_OPS:
+    case AD_LSE: case AD_NUM_OPS:
         return 1;
     }
     return 1;
@@ -85,6 +85,12 @@ static int reverse_array(ad_tape *t, double *g, int64_t i, int check)
                 a.adj[ka] += o.adj[ko] / ties[ko];
         });
         free(ties);
+    } else if (op == AD_LSE) {
+        /* the softmax times g, into each operand element once */
+        const int za = CLAIM(t->a[i], 1);
+        ad_iter_init(&it, a.ndim, a.shape, &o, &a, 0);
+        AD_LSE_EACH(&it, o.val, a.val,
+                    a.adj[ka] = (za ? 0.0 : a.adj[ka]) + ad_azmul(s, o.adj[ko]));
     } else if (op == AD_RESHAPE) {
         int64_t size = t->blk[t->aux[i]].size;
         const int za = CLAIM(t->a[i], 1);
@@ -144,7 +150,8 @@ static int reverse_array(ad_tape *t, double *g, int64_t i, int check)
 #undef OPERANDS
 #undef CLAIM
         case AD_LEAF: case AD_SUM: case AD_MAX: case AD_MIN: case AD_RESHAPE:
-        case AD_GATHER: case AD_SCATTER: case AD_EXTERN: case AD_NUM_OPS:
+        case AD_GATHER: case AD_SCATTER: case AD_EXTERN: case AD_LSE:
+        case AD_NUM_OPS:
             break;
         }
     }
@@ -198,6 +205,7 @@ AD_HOT_INLINE int reverse_scalar(ad_tape *t, double *adj, int64_t i)
     case AD_SUM:     adj[a] += g / c; break;     /* the sum of one scalar */
     case AD_MAX: case AD_MIN: case AD_RESHAPE: case AD_GATHER: case AD_SCATTER:
         adj[a] += g; break;
+    case AD_LSE:     adj[a] += ad_lse_weight(x, v) * g; break;  /* of one */
     case AD_EXTERN:  return ad_call_extern(t, t->extern_reverse, i, "reverse");
     case AD_NUM_OPS: return ad_fail(t, AD_EINVAL, i, "bad op at %lld",
                                     (long long)i);

@@ -19,7 +19,8 @@
  * not matter never becomes a NaN.  Where a partial is 0 * inf at a limit
  * (d/dx x**0, d/dy of x**y where it is 0), the rule says 0.
  *
- * The reductions (SUM, MAX, MIN), RESHAPE, GATHER, SCATTER, EXTERN and
+ * The reductions (SUM, MAX, MIN, and LSE, whose rules share
+ * internal.h's ad_lse_weight), RESHAPE, GATHER, SCATTER, EXTERN and
  * LEAF are not elementwise and are handled in each sweep.  SELECT's second
  * operand is a mask, and comparisons give 1.0 or 0.0: neither carries a
  * derivative.                                                              */

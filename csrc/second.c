@@ -63,6 +63,17 @@ static int second_array(ad_tape *t, int64_t i)
         break;
     AD_ELEMENTWISE_RULES(ARRAY_CASE)
 #undef ARRAY_CASE
+    case AD_LSE:
+        /* ga += s g with s = exp(a - v), whose tangent along the
+         * direction is s (tan_a - tan_v): dga += s dg + s (tan_a - tan_v) g */
+        ad_iter_init(&it, a.ndim, a.shape, &o, &a, 0);
+        AD_LSE_EACH(&it, o.val, a.val, {
+            const double g = o.adj[ko], dg = o.dadj[ko];
+            a.adj[ka] += ad_azmul(s, g);
+            a.dadj[ka] += ad_azmul(s, dg)
+                          + ad_azmul(s * (a.tan[ka] - o.tan[ko]), g);
+        });
+        break;
     /* the rest are linear: adjoints and their tangents go the same way */
     case AD_SUM:
         ad_iter_init(&it, a.ndim, a.shape, &o, &a, 0);
@@ -134,6 +145,12 @@ static int second_entry(ad_tape *t, int64_t i)
     case AD_SUM:    adj[a] += g / c; dadj[a] += dg / c; break;
     case AD_MAX: case AD_MIN: case AD_RESHAPE: case AD_GATHER: case AD_SCATTER:
         adj[a] += g; dadj[a] += dg; break;
+    case AD_LSE: {                                      /* of one */
+        const double w = ad_lse_weight(x, v);
+        adj[a] += ad_azmul(w, g);
+        dadj[a] += ad_azmul(w, dg) + ad_azmul(w * (dx - t->tan[i]), g);
+        break;
+    }
     case AD_EXTERN: return ad_call_extern(t, t->extern_second, i, "second-order");
     case AD_NUM_OPS:
         return ad_fail(t, AD_EINVAL, i, "bad op at %lld", (long long)i);

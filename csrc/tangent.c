@@ -62,6 +62,13 @@ static int tangent_array(ad_tape *t, int64_t i)
         free(ties);
         break;
     }
+    case AD_LSE:
+        /* the softmax-weighted sum of the operand's tangents */
+        for (int64_t k = 0; k < bk->size; ++k)
+            o.tan[k] = 0.0;
+        ad_iter_init(&it, a.ndim, a.shape, &o, &a, 0);
+        AD_LSE_EACH(&it, o.val, a.val, o.tan[ko] += ad_azmul(s, a.tan[ka]));
+        break;
     case AD_RESHAPE:
         for (int64_t k = 0; k < bk->size; ++k)
             o.tan[k] = a.tan[k];
@@ -104,6 +111,7 @@ static int tangent_entry(ad_tape *t, int64_t i)
     case AD_SUM:    tan[i] = dx / c; break;      /* the sum of one scalar */
     case AD_MAX: case AD_MIN: case AD_RESHAPE: case AD_GATHER: case AD_SCATTER:
         tan[i] = dx; break;
+    case AD_LSE:    tan[i] = ad_azmul(ad_lse_weight(x, v), dx); break;
     case AD_EXTERN: return ad_call_extern(t, t->extern_tangent, i, "tangent");
     case AD_NUM_OPS:
         return ad_fail(t, AD_EINVAL, i, "bad op at %lld", (long long)i);

@@ -468,7 +468,18 @@ def _unary(self, name):
                 self._d.shape, lambda: NUMPY_UNARY[name](self._d), same_shape=True)
 
 
-_REDUCERS = {"SUM": np.sum, "MEAN": np.mean, "MAX": np.max, "MIN": np.min}
+def _numpy_logsumexp(x, axis=None, keepdims=False):
+    """scipy.special.logsumexp's rule (the C core's LSE, for no_grad):
+    shifted by the max, or by 0 where the max is not finite."""
+    m = np.max(x, axis=axis, keepdims=True, initial=-np.inf)
+    m = np.where(np.isfinite(m), m, 0.0)
+    with np.errstate(divide="ignore"):      # log(0): an all -inf reduction
+        out = np.log(np.sum(np.exp(x - m), axis=axis, keepdims=True)) + m
+    return out if keepdims else np.squeeze(out, axis=axis)
+
+
+_REDUCERS = {"SUM": np.sum, "MEAN": np.mean, "MAX": np.max, "MIN": np.min,
+             "LSE": _numpy_logsumexp}
 
 
 def _reduce(self, axis, keepdims, mean=False, op="SUM"):
@@ -886,23 +897,13 @@ def _index(index):
         np.all(index._d == np.round(index._d)) else index._d
 
 
-# -- log-sum-exp and softmax, composed (the shift is a constant) --------------
+# -- log-sum-exp (one reduction entry) and softmax, composed from it --------
 
 def logsumexp(a, axis=None, keepdims=False):
-    a = _asarray(a)
-    if a.size and np.isfinite(a._d).all():
-        # the shift is recorded (a's max), so that a replay at other inputs
-        # shifts by their max and cannot overflow; the gradient through it
-        # cancels: d lse / d shift = 1 - sum(softmax) = 0
-        shift = a.max(axis=axis, keepdims=True)
-    else:
-        shift = np.max(a._d, axis=axis, keepdims=True) if a.size else np.zeros(())
-        shift = np.where(np.isfinite(shift), shift, 0.0)
-    out = (a - shift).exp().sum(axis=axis, keepdims=True).log() + shift
-    if keepdims:
-        return out
-    axes = tuple(range(a.ndim)) if axis is None else normalize_axis_tuple(axis, a.ndim)
-    return out.reshape(tuple(n for d, n in enumerate(a.shape) if d not in axes))
+    """log(sum(exp(a))) over axis, as scipy.special.logsumexp: shifted by
+    the max, so it never overflows (also in a replay at other inputs);
+    -inf for an empty or all -inf reduction."""
+    return _reduce(_asarray(a), axis, keepdims, op="LSE")
 
 
 def softmax(a, axis=-1):

@@ -12,7 +12,10 @@
 
 A gather without an index map (a slice, a transpose) has its offset and
 strides in the header ("strided") instead of a map in the payload (format
-version 2); version 1 files, which hold maps only, still load.
+version 2); version 1 files, which hold maps only, still load.  Op codes
+are saved as the numbers of csrc/ad.h's enum; a new op takes the next
+number, so older files load unchanged, and an older pyautodiff refuses a
+file with an op it lacks (unknown op code) without a new format version.
     end-32   32    SHA-256 of everything before it
 
 The checksum is verified before anything is parsed, so a truncated or

@@ -6,7 +6,7 @@ from bench.dual import Dual, dual_grad  # noqa: F401  (re-exported for tests)
 # Ops that scalar Values never record: array reductions, reshapes, gathers,
 # choices, and extern entries; tests/test_array.py walks them.
 ARRAY_ONLY_OPS = {"SUM", "MAX", "MIN", "RESHAPE", "GATHER", "SCATTER",
-                  "MAXIMUM", "MINIMUM", "SELECT", "EXTERN", "SQUARE"}
+                  "MAXIMUM", "MINIMUM", "SELECT", "EXTERN", "SQUARE", "LSE"}
 # recorded for Values only as guards of ad.record (tests/test_record.py)
 COMPARISON_OPS = {"LT", "LE", "EQ", "NE"}
 
