@@ -20,7 +20,7 @@ from . import _core, buffers
 from ._core import TapeError, ffi, lib
 from .extern import ExternRule, record_extern
 from .tape import NO_GRAD, current_tape, recording_tape, state
-from .value import BINARY, UNARY, Value
+from .value import BINARY, UNARY, Value, _indent
 
 OPS = _core.OPS
 
@@ -350,7 +350,7 @@ if block:
     bad = {bad}
     out = _object_new(Array)
     arr = block[0][j]
-""" + "".join("    " + line + "\n" for line in ADOPT_STEPS.splitlines()) + """\
+""" + _indent(ADOPT_STEPS, 4) + """\
 else:
     out = _append(t, _object_new(Array), {op}, {a}, {b}, {imm},
                   buffers.empty(shape), True, {same})
@@ -365,7 +365,7 @@ def _result_steps(op, a, b, imm, same, spaces):
                                 append="_array_op" if same_shape else "_array_append",
                                 shape_args="" if same_shape else _SHAPE_ARGS,
                                 bad="status" if same_shape else "t._c.last_nonfinite")
-    return "".join(" " * spaces + line + "\n" for line in steps.splitlines())
+    return _indent(steps, spaces)
 
 
 def _compile(src, name):
@@ -377,8 +377,7 @@ def _compile(src, name):
 _adopt_entry = _compile(
     "def _adopt_entry(t, out, arr, size):\n"
     '    """out becomes the Array of the entry just appended, with values arr."""\n'
-    + "".join("    " + line + "\n" for line in ADOPT_STEPS.splitlines())
-    + "    return out\n", "_adopt_entry")
+    + _indent(ADOPT_STEPS, 4) + "    return out\n", "_adopt_entry")
 
 _result = _compile(
     "def _result(t, op, a, b, imm, shape, same_shape=False):\n"
