@@ -36,8 +36,9 @@ def _timed(step):
 
 
 def _engine(impls, backend):
-    """The engine's entry: it takes a problem's data, does what may come
-    before the timer (making parameters, recording) and returns the step
+    """This engine's code for a problem (Unsupported if it has none).  The
+    array problems' entries take the problem's data, do what may come
+    before the timer (making parameters, recording) and return the step
     to time."""
     fn = impls.get(backend.name)
     if fn is None:

@@ -211,15 +211,21 @@ static int check_state(ad_optim *o)
                       (int)o->rule);
 }
 
-int ad_optim_step(ad_optim *o)
+/* The optimizer's state and every parameter, checked before anything is
+ * changed: a bad table changes nothing. */
+static int check_table(ad_optim *o)
 {
     int status = check_state(o);
+    for (int64_t k = 0; status == AD_OK && k < o->nparams; ++k)
+        status = check_param(o, k);
+    return status;
+}
+
+int ad_optim_step(ad_optim *o)
+{
+    int status = check_table(o);
     if (status != AD_OK)
         return status;
-    /* check every parameter first: a bad table changes nothing */
-    for (int64_t k = 0; k < o->nparams; ++k)
-        if ((status = check_param(o, k)) != AD_OK)
-            return status;
     /* an Array whose grad was reset to 0 has no block until a sweep gives
      * it one; it still takes a step (weight decay, momentum), as a zero
      * gradient does in torch */
@@ -266,12 +272,9 @@ int ad_optim_step(ad_optim *o)
 
 int ad_optim_zero_grad(ad_optim *o, int set_to_none)
 {
-    int status = check_state(o);
+    int status = check_table(o);
     if (status != AD_OK)
         return status;
-    for (int64_t k = 0; k < o->nparams; ++k)
-        if ((status = check_param(o, k)) != AD_OK)
-            return status;
     const uint8_t clear = (uint8_t)(AD_FLAG_GRAD_FLOAT |
                                     (set_to_none ? AD_FLAG_HAS_GRAD : 0));
     for (int64_t k = 0; k < o->nparams; ++k) {
