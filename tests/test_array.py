@@ -441,6 +441,28 @@ def test_numpy_float_semantics_and_anomaly_mode():
             ad.sqrt(c).sum().backward()
 
 
+@pytest.mark.parametrize("n", [2, 100, 20000])   # pooled, fresh, cached values
+def test_nonfinite_results_are_reported_on_every_recording_path(n):
+    """A NaN or an infinity in a result warns as NumPy does (and raises in
+    anomaly mode) whichever way the result's memory was found, from a
+    unary op, an op with a number and an op of two Arrays."""
+    a = ad.Array(np.linspace(0.0, 1.0, n))
+    b = ad.Array(np.full(n, np.inf))
+    with pytest.warns(RuntimeWarning, match="divide by zero encountered in log"):
+        assert np.isneginf(ad.log(a).data[0])
+    c = a + 1.0
+    with pytest.warns(RuntimeWarning, match="divide by zero"):
+        assert np.isinf((c / 0.0).data).all()
+    with pytest.warns(RuntimeWarning, match="invalid value"):
+        assert np.isnan((a * b).data[0])          # 0 * inf
+    with np.errstate(all="ignore"):
+        ad.log(a) * b                             # quiet, as NumPy is
+    with ad.detect_anomaly():
+        with pytest.raises(FloatingPointError, match="produced nan"):
+            a * b
+        assert np.isfinite((a + 1.0).data).all()  # finite results pass
+
+
 def test_arrays_from_an_enclosing_tape_get_their_gradients():
     W = ad.Array([[1.0, 2.0], [3.0, 4.0]])
     v = ad.Value(0.5)
