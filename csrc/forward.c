@@ -18,7 +18,7 @@
  * 128 by eight interleaved accumulators, longer ones as the sum of their
  * halves.  The error grows with log n, not n as a serial sum's does, and
  * the eight chains run in parallel (a serial sum waits on each addition). */
-static double sum_pairwise(const double *x, int64_t n)
+AD_SIMD_CLONES static double sum_pairwise(const double *x, int64_t n)
 {
     if (n < 8) {
         double s = 0.0;
@@ -114,7 +114,7 @@ static int forward_lse(ad_tape *t, int64_t i, const ad_view *o, const ad_view *a
 }
 
 /* Entry i when it is an array: its elements, operands broadcast. */
-static int forward_array(ad_tape *t, int64_t i)
+AD_SIMD_CLONES static int forward_array(ad_tape *t, int64_t i)
 {
     ad_view o = ad_entry_view(t, i, 0);
     int op = t->op[i];

@@ -51,7 +51,7 @@ static int hands_float(const ad_tape *t, int64_t i, int k)
  * sweep an operand's adjoint block may still be unset (ad_adjoint_claim):
  * a kernel that writes each of its elements once reads the old value as
  * (z ? 0 : old), so the block needs no memset first.                      */
-static int reverse_array(ad_tape *t, double *g, int64_t i, int check)
+AD_SIMD_CLONES static int reverse_array(ad_tape *t, double *g, int64_t i, int check)
 {
     int op = t->op[i];
     const int accum = g != t->grad;

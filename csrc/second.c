@@ -27,7 +27,7 @@
                                            + ad_azmul(D2Y, dy), g);          \
     } while (0)
 
-static int second_array(ad_tape *t, int64_t i)
+AD_SIMD_CLONES static int second_array(ad_tape *t, int64_t i)
 {
     int op = t->op[i];
     if (op == AD_EXTERN)

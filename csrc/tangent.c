@@ -13,7 +13,7 @@
 #include "internal.h"
 #include "rules.h"
 
-static int tangent_array(ad_tape *t, int64_t i)
+AD_SIMD_CLONES static int tangent_array(ad_tape *t, int64_t i)
 {
     int op = t->op[i];
     if (op == AD_EXTERN)
