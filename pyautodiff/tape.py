@@ -315,9 +315,12 @@ class Tape:
             else:
                 _core.check(lib.ad_array_zero_grad(c, i), c)
 
-    def grads(self, nodes):
-        """The gradients of these nodes: floats, and ndarrays of the Arrays'
-        shapes (copies)."""
+    def take_grads(self, nodes):
+        """The gradients of these nodes, taken off the tape: floats, and
+        ndarrays of the Arrays' shapes.  An Array's gradient block itself
+        becomes the ndarray (no copy), and the Array has none left; the
+        next sweep's adjoint becomes its next one.  For derivatives, whose
+        leaves are the trace's own."""
         c = self._c
         out = []
         for node in nodes:
@@ -325,10 +328,10 @@ class Tape:
             if c.aux[i] < 0:
                 out.append(c.grad[i])
                 continue
-            p = lib.ad_array_grad(c, i)
-            shape = node._d.shape
-            out.append(np.zeros(shape) if p == ffi.NULL else buffers.copy(
-                np.frombuffer(ffi.buffer(p, 8 * node._d.size)).reshape(shape)))
+            p = lib.ad_array_grad_take(c, i)
+            d = node._d
+            out.append(np.zeros(d.shape) if p == ffi.NULL else
+                       buffers.adopt(p, d.shape, d.size))
         return out
 
     def set_value(self, i, d, is_int=False):
@@ -727,6 +730,9 @@ ADJ, TAN, DADJ = 0, 1, 2
 def _seed_arguments(idx, seeds):
     """(count, entries, scalar seeds, seed arrays) for the C sweeps: a seed
     is a number (every element of its entry) or an array."""
+    if all(s.__class__ is float for s in seeds):    # derivatives of a scalar
+        return (len(idx), ffi.new("int64_t[]", idx), ffi.new("double[]", seeds),
+                ffi.NULL)
     arrays = [np.ascontiguousarray(s, dtype=np.float64) if np.ndim(s) else None
               for s in seeds]
     scalars = [0.0 if a is not None else float(s) for a, s in zip(arrays, seeds)]

@@ -44,6 +44,8 @@ class Trace:
     taken with respect to those in `argnum` (an int or a tuple).  With
     guards, every comparison f makes is recorded for replays to check."""
 
+    _variables = None            # variables(), once asked for
+
     def __init__(self, f, args, kwargs, argnum, name, inputs=None, guards=False):
         if not callable(f):
             raise TypeError(f"{name}: {f!r} is not callable")
@@ -149,8 +151,10 @@ class Trace:
 
     def variables(self):
         """The leaves derivatives are taken with respect to, in order."""
-        return list(itertools.chain.from_iterable(self.leaves[k]
-                                                  for k in self.argnums))
+        if self._variables is None:
+            self._variables = list(itertools.chain.from_iterable(
+                self.leaves[k] for k in self.argnums))
+        return self._variables
 
     def read(self, reader):
         """pick(argnum, ...) of reader(leaf) in each argument's structure."""
@@ -193,14 +197,19 @@ class Trace:
 
     # -- sweeps ------------------------------------------------------------------
 
-    def reverse(self, idx, seeds):
-        """Gradients of the variables for adjoint seeds at entries idx (the
-        leaves an enclosing tape lent are constants here)."""
+    def sweep(self, idx, seeds):
+        """The variables' gradients, in variables() order, for adjoint seeds
+        at entries idx (the leaves an enclosing tape lent are constants
+        here)."""
         variables = self.variables()
         self.tape.zero_grads(variables)
         self.tape.backward(list(idx), list(seeds), _core.SWEEP_LEAVES,
                            route_imports=False)
-        grads = dict(zip(map(id, variables), self.tape.grads(variables)))
+        return self.tape.take_grads(variables)
+
+    def reverse(self, idx, seeds):
+        """sweep(idx, seeds) in the differentiated arguments' structure."""
+        grads = dict(zip(map(id, self.variables()), self.sweep(idx, seeds)))
         return self.read(lambda node: grads[id(node)])
 
     def tangent(self, seeds):
@@ -307,9 +316,10 @@ class Trace:
                         if e is not None:
                             seed = np.zeros(m)
                             seed[r] = 1.0
-                            self.reverse([e], [seed.reshape(oshape) if oshape else 1.0])
-                            jac[row] = np.concatenate([np.reshape(n.grad, -1)
-                                                       for n in nodes])
+                            grads = self.sweep([e], [seed.reshape(oshape)
+                                                     if oshape else 1.0])
+                            jac[row] = np.concatenate([np.reshape(g, -1)
+                                                       for g in grads])
                         row += 1
             else:                                   # one tangent sweep per column
                 for k in range(N):
