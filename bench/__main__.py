@@ -6,6 +6,7 @@ The repeats are interleaved across backends (so drift in machine speed hits
 all alike) and the table shows the median of the samples.
 """
 import argparse
+import ctypes
 import gc
 import os
 import platform
@@ -30,6 +31,27 @@ def cpu_model():
     except OSError:
         pass
     return platform.processor() or platform.machine()
+
+
+def steady_malloc():
+    """Pin glibc malloc's thresholds for the whole run; what it reports.
+
+    By default glibc gives heap memory back to the system whenever more
+    than 128 KiB lies free at the top of the heap, and raises that limit
+    (and the size above which it maps memory afresh) as large blocks are
+    freed.  So whether a step's temporaries of ~100 KB cost page faults
+    every time depended on the heap the previous engine left: NumPy by
+    hand's Rosenbrock gradient took 3 to 5 times longer after some engines
+    than after others.  Pinned at the values glibc's own raising tends to,
+    every engine is timed with the same allocator."""
+    if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
+        return None
+    M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
+    libc = ctypes.CDLL(None)
+    if libc.mallopt(M_MMAP_THRESHOLD, 32 << 20) and \
+            libc.mallopt(M_TRIM_THRESHOLD, 64 << 20):
+        return "glibc malloc: mmap threshold 32 MiB, trim threshold 64 MiB (pinned)"
+    return None
 
 
 def machine_info(backends):
@@ -119,6 +141,7 @@ def main(argv=None):
     def log(msg):
         print(f"  running {msg}", file=sys.stderr, flush=True)
 
+    malloc_note = steady_malloc()
     backends, skipped = load_backends()
     start = time.perf_counter()
     rows, notes, warnings = [], [], []
@@ -148,6 +171,8 @@ def main(argv=None):
     print()
     for line in machine_info(backends):
         print(f"- {line}")
+    if malloc_note:
+        print(f"- {malloc_note}")
     print(f"- median of {cfg.repeat} interleaved repeats per backend "
           f"(moons-step: of every step in them); GC {'off' if cfg.no_gc else 'on'} while timing; "
           "speedup = reference time / this time")
