@@ -398,16 +398,18 @@ def _new(t, op, a, b, imm, shape, numpy_equivalent=None, same_shape=False):
     return out
 
 
-def _nonfinite(out, op, numpy_equivalent):
+def _nonfinite(out, op, numpy_equivalent, *args):
     """A result just recorded holds a NaN or an infinity: anomaly mode names
-    the op; otherwise numpy_equivalent() runs the same operation in NumPy,
-    for NumPy's own warnings under np.errstate (log(0), 1/0 ...)."""
+    the op; otherwise numpy_equivalent(*args) runs the same operation in
+    NumPy, for NumPy's own warnings under np.errstate (log(0), 1/0 ...).
+    (The generated operators pass args rather than a closure: a lambda
+    over their arguments would make each call allocate cells for them.)"""
     if state.anomaly:
         kind = "nan" if np.isnan(out._d).any() else "inf"
         raise FloatingPointError(f"{_core.OP_NAMES[op]} at tape index "
                                  f"{out._i} produced {kind}")
     if numpy_equivalent is not None:
-        numpy_equivalent()
+        numpy_equivalent(*args)
 
 
 def _operand(x, t):
@@ -565,8 +567,8 @@ def _binary_source(name):
     src += ("        else:\n"
             f"            return _binary(self, other, {name!r})\n"
             "        if bad:\n"
-            "            _nonfinite(out, op, lambda: _detached_binary(self, other, "
-            f"{name!r}))\n"
+            "            _nonfinite(out, op, _detached_binary, self, other, "
+            f"{name!r})\n"
             "        return out\n"
             f"    return _binary(self, other, {name!r})\n")
     return src
@@ -580,7 +582,7 @@ def _unary_source(name):
             "        shape = self._d.shape\n"
             + _result_steps(str(op), "self._i", "-1", "0.0", "True", 8)
             + "        if bad:\n"
-            f"            _nonfinite(out, {op}, lambda: NUMPY_UNARY[{name!r}](self._d))\n"
+            f"            _nonfinite(out, {op}, NUMPY_UNARY[{name!r}], self._d)\n"
             "        return out\n"
             f"    return _unary(self, {name!r})\n")
 
