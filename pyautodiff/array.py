@@ -605,17 +605,47 @@ def _binary_source(name):
     return src
 
 
-def _unary_source(name):
+def _unary_steps(name, spaces):
+    """The steps of Array's unary method `name` that record self, an Array
+    on t, the recording tape, and return the result."""
     op = OPS[UNARY[name]]
+    return _indent("pool = self._p or _pool_of(t, self._d.shape)\n"
+                   + _result_steps(str(op), "self._i", "-1", "0.0", "True", 0,
+                                   "self._d.shape")
+                   + "if bad:\n"
+                   f"    _nonfinite(out, {op}, NUMPY_UNARY[{name!r}], self._d)\n"
+                   "return out\n", spaces)
+
+
+def _unary_source(name):
     return (f"def {name}(self):\n"
             "    t = state.rec\n"
             "    if self._t is t and t is not NO_GRAD:\n"
-            "        pool = self._p or _pool_of(t, self._d.shape)\n"
-            + _result_steps(str(op), "self._i", "-1", "0.0", "True", 8, "self._d.shape")
-            + "        if bad:\n"
-            f"            _nonfinite(out, {op}, NUMPY_UNARY[{name!r}], self._d)\n"
-            "        return out\n"
-            f"    return _unary(self, {name!r})\n")
+            + _unary_steps(name, 8)
+            + f"    return _unary(self, {name!r})\n")
+
+
+def unary_function(fname, name, methods, otherwise):
+    """The module function `fname` (ad.tanh) for Array's unary method
+    `name`: an Array recording here is recorded by the method's own steps,
+    inlined (a call fewer: ad.tanh(x) is as common as x.tanh(), and a call
+    costs a good part of an operation on a small array); an object of a
+    class in methods by methods[its class](x); anything else by
+    otherwise(x)."""
+    src = ("def make(_methods, _otherwise):\n"
+           f"    def {fname}(x):\n"
+           "        self = x\n"
+           "        cls = self.__class__\n"
+           "        if cls is Array:\n"
+           "            t = state.rec\n"
+           "            if self._t is t and t is not NO_GRAD:\n"
+           + _unary_steps(name, 16)
+           + "        m = _methods.get(cls)\n"
+           "        if m is not None:\n"
+           "            return m(self)\n"
+           "        return _otherwise(self)\n"
+           f"    return {fname}\n")
+    return _compile(src, "make")(methods, otherwise)
 
 
 def _install():
