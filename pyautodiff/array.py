@@ -386,6 +386,19 @@ else:
 _SHAPE_ARGS = ",\n                           len(shape), ffi.new('int64_t[]', shape)"
 
 
+# The steps that set `index` to the entry of Array x, recorded on another
+# tape than t, on t: x's leaf on t from t.adopt(x), or without that call
+# for an Array of the enclosing tape that t has imported before (the
+# common case, a parameter used in a tape's block: the checks are those of
+# adopt, the tape still open and enclosing t).
+IMPORTED_STEPS = """\
+{index} = t.imports.get({x})
+if {index} is None or t.parent is not {x}._t or {x}._t.closed:
+    {index} = t.adopt({x})
+{index} = {index}._i
+"""
+
+
 def _result_steps(op, a, b, imm, same, spaces, shape="shape"):
     same_shape = same == "True"
     steps = RESULT_STEPS.format(op=op, a=a, b=b, imm=imm, same=same, shape=shape,
@@ -592,7 +605,10 @@ def _binary_source(name):
         # (the same pool: the same shape, known without making tuples)
         src += ("        elif cls is Array and (other._p is pool or\n"
                 "                               other._d.shape == self._d.shape):\n"
-                "            b = other._i if other._t is t else t.adopt(other)._i\n"
+                "            if other._t is t:\n"
+                "                b = other._i\n"
+                "            else:\n"
+                + _indent(IMPORTED_STEPS.format(x="other", index="b"), 16) +
                 f"            op = {OPS[vv_op]}\n"
                 + _result_steps("op", "self._i", "b", "0.0", "True", 12, "self._d.shape"))
     src += ("        else:\n"
