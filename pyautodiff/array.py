@@ -602,9 +602,10 @@ def _binary_source(name):
            f"            op = {op}\n"
            + _result_steps("op", "self._i", "-1", "c", "True", 12, "self._d.shape"))
     if vv_op:
-        # (the same pool: the same shape, known without making tuples)
-        src += ("        elif cls is Array and (other._p is pool or\n"
-                "                               other._d.shape == self._d.shape):\n"
+        # (the same pool: the same shape, known without making tuples; a
+        # pool's shape is a tuple already made)
+        src += ("        elif cls is Array and (other._p is pool or other._d.shape == (\n"
+                "                pool.shape if pool else self._d.shape)):\n"
                 "            if other._t is t:\n"
                 "                b = other._i\n"
                 "            else:\n"
