@@ -49,7 +49,8 @@ def _broadcast_shape(op, a, b):
 class Array:
     """A float64 array recorded on the current tape (NumPy-compatible)."""
 
-    __slots__ = ("_d", "_i", "_t")
+    # _p: the pool (on the Array's tape) its values came from, else None
+    __slots__ = ("_d", "_i", "_t", "_p")
 
     # NumPy interop: np.exp(a), ndarray * a, np.sum(a, axis=0) ... land here
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
@@ -255,19 +256,41 @@ _POOL_ROWS = 64
 _POOL_MAX = 64           # elements
 
 
-def _pool_block(t, shape):
-    """A fresh block of rows of this shape: [row views, address, next row,
-    size], or False where a row would be too big to pool."""
-    size = 1
-    for n in shape:
-        size *= n
-    if not shape or not 0 < size <= _POOL_MAX:
-        t.pools[shape] = False
-        return False
-    rows = np.empty((_POOL_ROWS,) + shape)
-    rows.setflags(write=False)        # C writes through the address only
-    t.pools[shape] = block = [list(rows), _from_buffer(_DOUBLES, rows), 0, size]
-    return block
+class _Pool:
+    """A tape's small results of one shape: the rows of its current block
+    (views, and the block's address for C) are handed out in turn.  Each
+    result keeps its pool (Array._p), so an operation on it finds the pool
+    without making its shape's tuple and looking that up, and two results
+    with the same pool have the same shape."""
+
+    __slots__ = ("shape", "size", "rows", "base", "next")
+
+    def __init__(self, shape, size):
+        self.shape = shape
+        self.size = size          # elements of a row
+        self.next = _POOL_ROWS    # no block yet: the first result makes one
+
+    def refill(self):
+        """A fresh block; returns the number of its first row, 0."""
+        rows = np.empty((_POOL_ROWS,) + self.shape)
+        rows.setflags(write=False)        # C writes through the address only
+        self.rows = list(rows)
+        self.base = _from_buffer(_DOUBLES, rows)
+        self.next = 0
+        return 0
+
+
+def _pool_of(t, shape):
+    """t's pool of results of this shape, or False where a row would be too
+    big to pool (or would hold nothing)."""
+    pool = t.pools.get(shape)
+    if pool is None:
+        size = 1
+        for n in shape:
+            size *= n
+        pool = _Pool(shape, size) if shape and 0 < size <= _POOL_MAX else False
+        t.pools[shape] = pool
+    return pool
 
 
 def _append(t, obj, op, a, b, imm, arr, variable=True, same_shape=False,
@@ -304,16 +327,18 @@ def _append(t, obj, op, a, b, imm, arr, variable=True, same_shape=False,
         _core.check(status, t._c)
     if op != _LEAF:
         arr.setflags(write=False)     # the tape's record of a result
-    return _adopt_entry(t, obj, arr, arr.size if owned else 0)
+    nodes = t.nodes
+    return _adopt_entry(t, obj, arr, arr.size if owned else 0, nodes, len(nodes))
 
 
-# The steps that make `out` the Array of the entry just appended, with
-# values `arr` (`size` of them counted towards compacting the tape).
+# The steps that make `out` the Array of the entry just appended, entry
+# i = len(nodes) of t (nodes is t.nodes), with values `arr` (`size` of them
+# counted towards compacting the tape), a row of `pool` or not (None).
 ADOPT_STEPS = """\
 out._d = arr
 out._t = t
-nodes = t.nodes
-out._i = i = len(nodes)
+out._p = pool
+out._i = i
 nodes.append(out)
 t.nflushed = i + 1
 t.array_elems += size
@@ -326,42 +351,57 @@ if i >= t.limit:
 # before entries do; spill: room in the record buffer, as scalars have.)
 
 # The steps that record `out`, the result of entry (op, a, b, imm) of
-# `shape`, computed by C: a small result is the next row of its shape's
-# pooled block.  Every operation on arrays runs them, so they are inlined
-# into the generated operators (_install), where two calls would cost a
-# fifth of an operation on a small array, and compiled once as _result()
-# for everything else.  A result in operand a's shape takes ad_array_op
-# (C takes the shape from a, and its status says whether the result holds
-# a NaN or an infinity), any other ad_array_append with its shape.  `bad`
-# is then nonzero for such a result.
+# shape `{shape}`, computed by C: a small result is the next row of `pool`,
+# the pool of its shape on t (False for a shape not pooled).  Every
+# operation on arrays runs them, so they are inlined into the generated
+# operators (_install), where two calls would cost a fifth of an operation
+# on a small array, and compiled once as _result() for everything else.
+# A result in operand a's shape takes ad_array_op (C takes the shape from
+# a, and its status says whether the result holds a NaN or an infinity),
+# any other ad_array_append with its shape.  `bad` is then nonzero for
+# such a result.
 RESULT_STEPS = """\
-block = t.pools.get(shape)
-if block is None or (block and block[2] == _POOL_ROWS):
-    block = _pool_block(t, shape)
-if block:
-    if len(t.nodes) != t.nflushed:
+if pool:
+    nodes = t.nodes
+    i = len(nodes)
+    if i != t.nflushed:
         t.flush()
-    j = block[2]
-    block[2] = j + 1
-    size = block[3]
-    status = {append}(t._c, {op}, {a}, {b}, {imm}, block[1] + j * size{shape_args})
+    j = pool.next
+    if j == _POOL_ROWS:
+        j = pool.refill()
+    pool.next = j + 1
+    size = pool.size
+    status = {append}(t._c, {op}, {a}, {b}, {imm}, pool.base + j * size{shape_args})
     if status > 0:
         _core.check(status, t._c)
     bad = {bad}
     out = _object_new(Array)
-    arr = block[0][j]
+    arr = pool.rows[j]
 """ + _indent(ADOPT_STEPS, 4) + """\
 else:
     out = _append(t, _object_new(Array), {op}, {a}, {b}, {imm},
-                  buffers.empty(shape), True, {same})
+                  buffers.empty({shape}), True, {same})
     bad = t._c.last_nonfinite
 """
 _SHAPE_ARGS = ",\n                           len(shape), ffi.new('int64_t[]', shape)"
 
 
-def _result_steps(op, a, b, imm, same, spaces):
+# The steps that set `index` to the entry of Array x, recorded on another
+# tape than t, on t: x's leaf on t from t.adopt(x), or without that call
+# for an Array of the enclosing tape that t has imported before (the
+# common case, a parameter used in a tape's block: the checks are those of
+# adopt, the tape still open and enclosing t).
+IMPORTED_STEPS = """\
+{index} = t.imports.get({x})
+if {index} is None or t.parent is not {x}._t or {x}._t.closed:
+    {index} = t.adopt({x})
+{index} = {index}._i
+"""
+
+
+def _result_steps(op, a, b, imm, same, spaces, shape="shape"):
     same_shape = same == "True"
-    steps = RESULT_STEPS.format(op=op, a=a, b=b, imm=imm, same=same,
+    steps = RESULT_STEPS.format(op=op, a=a, b=b, imm=imm, same=same, shape=shape,
                                 append="_array_op" if same_shape else "_array_append",
                                 shape_args="" if same_shape else _SHAPE_ARGS,
                                 bad="status" if same_shape else "t._c.last_nonfinite")
@@ -375,7 +415,7 @@ def _compile(src, name):
 
 
 _adopt_entry = _compile(
-    "def _adopt_entry(t, out, arr, size):\n"
+    "def _adopt_entry(t, out, arr, size, nodes, i, pool=None):\n"
     '    """out becomes the Array of the entry just appended, with values arr."""\n'
     + _indent(ADOPT_STEPS, 4) + "    return out\n", "_adopt_entry")
 
@@ -383,6 +423,7 @@ _result = _compile(
     "def _result(t, op, a, b, imm, shape, same_shape=False):\n"
     '    """A new Array: the result of entry (op, a, b, imm), of this shape\n'
     '    (the shape of operand a when same_shape), computed by C."""\n'
+    "    pool = _pool_of(t, shape)\n"
     "    if same_shape:\n"
     + _result_steps("op", "a", "b", "imm", "True", 8)
     + "    else:\n"
@@ -398,16 +439,18 @@ def _new(t, op, a, b, imm, shape, numpy_equivalent=None, same_shape=False):
     return out
 
 
-def _nonfinite(out, op, numpy_equivalent):
+def _nonfinite(out, op, numpy_equivalent, *args):
     """A result just recorded holds a NaN or an infinity: anomaly mode names
-    the op; otherwise numpy_equivalent() runs the same operation in NumPy,
-    for NumPy's own warnings under np.errstate (log(0), 1/0 ...)."""
+    the op; otherwise numpy_equivalent(*args) runs the same operation in
+    NumPy, for NumPy's own warnings under np.errstate (log(0), 1/0 ...).
+    (The generated operators pass args rather than a closure: a lambda
+    over their arguments would make each call allocate cells for them.)"""
     if state.anomaly:
         kind = "nan" if np.isnan(out._d).any() else "inf"
         raise FloatingPointError(f"{_core.OP_NAMES[op]} at tape index "
                                  f"{out._i} produced {kind}")
     if numpy_equivalent is not None:
-        numpy_equivalent()
+        numpy_equivalent(*args)
 
 
 def _operand(x, t):
@@ -511,6 +554,7 @@ def _detached(values):
     out = object.__new__(Array)
     out._d = np.asarray(values, dtype=np.float64)
     out._t = NO_GRAD
+    out._p = None
     out._i = -1
     return out
 
@@ -551,38 +595,74 @@ def _binary_source(name):
     src = (f"def {name}(self, other):\n"
            "    t = state.rec\n"
            "    if self._t is t and t is not NO_GRAD:\n"
+           "        pool = self._p or _pool_of(t, self._d.shape)\n"
            "        cls = other.__class__\n"
-           "        shape = self._d.shape\n"
            "        if cls is float or cls is int:\n"
            f"            c = {c}\n"
            f"            op = {op}\n"
-           + _result_steps("op", "self._i", "-1", "c", "True", 12))
+           + _result_steps("op", "self._i", "-1", "c", "True", 12, "self._d.shape"))
     if vv_op:
-        src += ("        elif cls is Array and other._d.shape == shape:\n"
-                "            b = other._i if other._t is t else t.adopt(other)._i\n"
+        # (the same pool: the same shape, known without making tuples; a
+        # pool's shape is a tuple already made)
+        src += ("        elif cls is Array and (other._p is pool or other._d.shape == (\n"
+                "                pool.shape if pool else self._d.shape)):\n"
+                "            if other._t is t:\n"
+                "                b = other._i\n"
+                "            else:\n"
+                + _indent(IMPORTED_STEPS.format(x="other", index="b"), 16) +
                 f"            op = {OPS[vv_op]}\n"
-                + _result_steps("op", "self._i", "b", "0.0", "True", 12))
+                + _result_steps("op", "self._i", "b", "0.0", "True", 12, "self._d.shape"))
     src += ("        else:\n"
             f"            return _binary(self, other, {name!r})\n"
             "        if bad:\n"
-            "            _nonfinite(out, op, lambda: _detached_binary(self, other, "
-            f"{name!r}))\n"
+            "            _nonfinite(out, op, _detached_binary, self, other, "
+            f"{name!r})\n"
             "        return out\n"
             f"    return _binary(self, other, {name!r})\n")
     return src
 
 
-def _unary_source(name):
+def _unary_steps(name, spaces):
+    """The steps of Array's unary method `name` that record self, an Array
+    on t, the recording tape, and return the result."""
     op = OPS[UNARY[name]]
+    return _indent("pool = self._p or _pool_of(t, self._d.shape)\n"
+                   + _result_steps(str(op), "self._i", "-1", "0.0", "True", 0,
+                                   "self._d.shape")
+                   + "if bad:\n"
+                   f"    _nonfinite(out, {op}, NUMPY_UNARY[{name!r}], self._d)\n"
+                   "return out\n", spaces)
+
+
+def _unary_source(name):
     return (f"def {name}(self):\n"
             "    t = state.rec\n"
             "    if self._t is t and t is not NO_GRAD:\n"
-            "        shape = self._d.shape\n"
-            + _result_steps(str(op), "self._i", "-1", "0.0", "True", 8)
-            + "        if bad:\n"
-            f"            _nonfinite(out, {op}, lambda: NUMPY_UNARY[{name!r}](self._d))\n"
-            "        return out\n"
-            f"    return _unary(self, {name!r})\n")
+            + _unary_steps(name, 8)
+            + f"    return _unary(self, {name!r})\n")
+
+
+def unary_function(fname, name, methods, otherwise):
+    """The module function `fname` (ad.tanh) for Array's unary method
+    `name`: an Array recording here is recorded by the method's own steps,
+    inlined (a call fewer: ad.tanh(x) is as common as x.tanh(), and a call
+    costs a good part of an operation on a small array); an object of a
+    class in methods by methods[its class](x); anything else by
+    otherwise(x)."""
+    src = ("def make(_methods, _otherwise):\n"
+           f"    def {fname}(x):\n"
+           "        self = x\n"
+           "        cls = self.__class__\n"
+           "        if cls is Array:\n"
+           "            t = state.rec\n"
+           "            if self._t is t and t is not NO_GRAD:\n"
+           + _unary_steps(name, 16)
+           + "        m = _methods.get(cls)\n"
+           "        if m is not None:\n"
+           "            return m(self)\n"
+           "        return _otherwise(self)\n"
+           f"    return {fname}\n")
+    return _compile(src, "make")(methods, otherwise)
 
 
 def _install():

@@ -6,25 +6,24 @@ and plain code.
 """
 import numpy as np
 
-from .array import NUMPY_UNARY, Array
+from .array import NUMPY_UNARY, Array, unary_function
 from .value import Value
 
 
 def _make(name):
     method = "__abs__" if name == "abs" else name
     numpy_fn = NUMPY_UNARY[method]
-    # the recording method by exact class (the common case, looked up once)
-    own = {Array: getattr(Array, method), Value: getattr(Value, method)}
 
-    def fn(x):
-        m = own.get(x.__class__)
-        if m is not None:
-            return m(x)
+    def otherwise(x):
         if isinstance(x, (Value, Array)):       # a subclass
             return getattr(x, method)()
         return numpy_fn(x)
 
-    fn.__name__ = fn.__qualname__ = name
+    # the recording method by exact class (the common case, looked up once)
+    fn = unary_function(name, method, {Array: getattr(Array, method),
+                                       Value: getattr(Value, method)}, otherwise)
+    fn.__qualname__ = name
+    fn.__module__ = __name__
     fn.__doc__ = (f"{name}(x): a recorded Value for a Value, else NumPy's "
                   f"{name} of x.")
     return fn

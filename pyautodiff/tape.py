@@ -589,7 +589,9 @@ class Tape:
         owner = v._t
         if owner is self:
             return v
-        owner._check_open()
+        if owner.closed or owner.tid != get_ident():
+            owner._check_open()         # raises (a call only then: this
+                                        # runs for every operand imported)
         tape = self.parent
         while tape is not None and tape is not owner:
             tape = tape.parent
