@@ -316,6 +316,50 @@ def _attach(o, rec):
     return keep
 
 
+def one_call_evaluator(rec):
+    """For F.value_and_grad of a recording of f(x), x one float or float64
+    ndarray, with a scalar result: a function of x giving (value, gradient)
+    from one C call (as scipy's methods get them here), or None where x is
+    not such an argument or the point needs the general path (a guard
+    flips, a NaN or infinity); None as well for other recordings."""
+    trace = rec.trace
+    if rec.nargs != 1 or trace.argnum != 0 or trace.outer or \
+            trace.structures[0].node is not None or len(trace.leaves[0]) != 1:
+        return None
+    try:
+        idx, _ = trace.scalar_output()
+    except TypeError:
+        return None
+    if idx is None or idx != trace.output_entry():
+        return None
+    kind, shape = trace.structures[0].kinds[0], trace.structures[0].shapes[0]
+    o = _core.new_lbfgs(max(1, int(np.prod(shape))), 1)
+    keep = _attach(o, rec)
+    f, outcome = ffi.new("double *"), ffi.new("int32_t *")
+    x1 = ffi.new("double[1]")
+
+    def value_and_grad(x):
+        if kind == "float":
+            if x.__class__ is not float and x.__class__ is not int:
+                return None
+            x1[0] = x
+            xp = x1
+        elif x.__class__ is np.ndarray and x.dtype == np.float64 and \
+                x.shape == shape and x.flags.c_contiguous:
+            xp = ffi.from_buffer("double[]", x)
+        else:
+            return None
+        g = np.empty(shape)
+        _core.check(lib.ad_lbfgs_evaluate(o, xp, f, ffi.from_buffer("double[]", g),
+                                          outcome), o, trace.tape)
+        if outcome[0] != lib.AD_EVAL_OK:
+            return None
+        return f[0], float(g) if kind == "float" else g
+
+    value_and_grad.attached = keep     # alive while o points into it
+    return value_and_grad
+
+
 def _lbfgs(f, space, tol, options, callback):
     opts = _lbfgs_options(tol, options)
     n = space.x0.size

@@ -20,6 +20,7 @@ import numpy as np
 from . import _core
 from ._core import ffi, lib
 from .pytree import flatten
+from .tape import state
 from .trace import Trace
 from .value import Value
 
@@ -31,6 +32,10 @@ class BranchError(RuntimeError):
 
 class Recorded:
     """A function's Wengert list, replayed in C at new arguments."""
+
+    # value_and_grad's one C call (minimize.one_call_evaluator), once made;
+    # False where the recording needs the general path
+    _evaluate = None
 
     def __init__(self, f, args, argnum=0, kwargs=None, _trace=None):
         self.trace = _trace or Trace(f, args, kwargs or {}, argnum, "record",
@@ -106,6 +111,13 @@ class Recorded:
         return self.trace.output_value()
 
     def value_and_grad(self, *args):
+        if self._evaluate is None:
+            from .minimize import one_call_evaluator
+            self._evaluate = one_call_evaluator(self) or False
+        if self._evaluate and len(args) == 1 and not state.anomaly:
+            got = self._evaluate(args[0])
+            if got is not None:
+                return got
         self._replay(args)
         return self.trace.value_and_grad()
 

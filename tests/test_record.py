@@ -373,3 +373,81 @@ def test_a_mask_that_selects_nothing():
     np.testing.assert_allclose(F.grad(np.array([3.0, 1.0])), [6.0, 2.0])
     with pytest.raises(ad.BranchError):
         F(np.array([-3.0, 1.0]))
+
+
+# -- value_and_grad in one C call ------------------------------------------
+# A recording of f(x), x one float or float64 array, with a scalar result,
+# answers value_and_grad with one C call; anything else, or a point where
+# a guard flips or the result is not finite, takes the general path.  Both
+# must give the same answers: the general path is the oracle here.
+
+def _general(F, x):
+    F._replay((x,))
+    return F.trace.value_and_grad()
+
+
+@pytest.mark.parametrize("n", [1, 6, 5000])
+def test_one_call_value_and_grad_is_the_general_path_bit_for_bit(n):
+    F = ad.record(array_fn, np.zeros(n))
+    for _ in range(5):
+        x = RNG.normal(size=n)
+        value, grad = F.value_and_grad(x)
+        assert F._evaluate                      # it took the one call
+        want_value, want_grad = _general(F, x)
+        assert value == want_value and type(value) is float
+        np.testing.assert_array_equal(grad, want_grad)
+        assert grad.shape == (n,) and grad.flags.writeable
+        assert grad is not F.value_and_grad(x)[1]     # a new array each time
+
+
+def test_one_call_value_and_grad_of_a_float_and_of_a_2d_array():
+    F = ad.record(lambda s: ad.sin(s) * s ** 3, 0.7)
+    value, grad = F.value_and_grad(1.3)
+    assert type(grad) is float
+    assert value == pytest.approx(np.sin(1.3) * 1.3 ** 3, rel=1e-14)
+    assert grad == pytest.approx(np.cos(1.3) * 1.3 ** 3 + 3 * np.sin(1.3) * 1.3 ** 2,
+                                 rel=1e-13)
+    assert F.value_and_grad(2) == _general(F, 2)          # an int is a float here
+    G = ad.record(lambda m: np.sum(np.tanh(m @ A)), np.ones((2, 3)))
+    m = RNG.normal(size=(2, 3))
+    value, grad = G.value_and_grad(m)
+    np.testing.assert_allclose(grad, (1 - np.tanh(m @ A) ** 2) @ A.T, rtol=1e-13)
+    assert value == pytest.approx(np.sum(np.tanh(m @ A)), rel=1e-14)
+
+
+def test_one_call_falls_back_where_the_general_path_must_answer():
+    F = ad.record(array_fn, np.zeros(6))
+    x = RNG.normal(size=12)[::2]                      # not contiguous
+    np.testing.assert_array_equal(F.grad(x), _general(F, x.copy())[1])
+    x32 = RNG.normal(size=6).astype(np.float32)       # converted, as before
+    np.testing.assert_array_equal(F.grad(x32), _general(F, x32.astype(np.float64))[1])
+    with pytest.raises(ValueError, match="shape"):
+        F.grad(np.zeros(7))
+    # a guard that flips is still a BranchError, and the recording still works
+    P = ad.record(piecewise, 1.0)
+    with pytest.raises(ad.BranchError):
+        P.value_and_grad(0.2)
+    assert P.value_and_grad(3.0) == (9.0, 6.0)
+
+
+def test_one_call_leaves_infinite_results_and_anomalies_to_the_general_path():
+    F = ad.record(lambda x: ad.sum(ad.log(x)), np.ones(3))
+    value, grad = F.value_and_grad(np.array([1.0, 0.0, 2.0]))
+    assert value == -np.inf
+    assert grad[0] == 1.0 and grad[1] == np.inf and grad[2] == 0.5
+    with ad.detect_anomaly(), pytest.raises(FloatingPointError):
+        F.value_and_grad(np.array([1.0, 0.0, 2.0]))
+    assert F.value_and_grad(np.array([1.0, 4.0, 2.0]))[1][1] == 0.25
+
+
+def test_one_call_is_not_used_for_other_recordings():
+    vector = ad.record(vector_fn, np.ones(4))
+    with pytest.raises(TypeError, match="scalar output"):
+        vector.value_and_grad(np.ones(4))
+    assert vector._evaluate is False
+    two = ad.record(scalar_fn, 0.3, -0.4)
+    two.value_and_grad(0.1, 0.2)
+    assert two._evaluate is False
+    nested = ad.record(lambda d: d["a"] * d["b"], {"a": 1.0, "b": 2.0})
+    assert nested.value_and_grad({"a": 3.0, "b": 5.0}) == (15.0, {"a": 5.0, "b": 3.0})
+    assert nested._evaluate is False
