@@ -87,3 +87,38 @@ void ad_block_release(double *p, int64_t count)
     pthread_mutex_unlock(&cache_lock);
     free(p);        /* small, or no room: back to the system */
 }
+
+/* The block table of a freed tape, kept for the next tape that records an
+ * array: a training step records a tape as long as the last one's, and
+ * growing its table again from 64 blocks by doubling copied a third of a
+ * kilobyte per entry (ad_block is 336 bytes), a twentieth of a small
+ * array's operation.  One table, of at most SPARE_TABLE_MAX blocks. */
+#define SPARE_TABLE_MAX ((int64_t)4096)
+static ad_block *spare_table;
+static int64_t spare_cap;
+
+ad_block *ad_table_take(int64_t *cap)
+{
+    pthread_mutex_lock(&cache_lock);
+    ad_block *blk = spare_table;
+    *cap = spare_cap;
+    spare_table = 0;
+    spare_cap = 0;
+    pthread_mutex_unlock(&cache_lock);
+    return blk;
+}
+
+void ad_table_release(ad_block *blk, int64_t cap)
+{
+    if (blk && cap <= SPARE_TABLE_MAX) {
+        pthread_mutex_lock(&cache_lock);
+        if (cap > spare_cap) {      /* keep the larger of the two */
+            ad_block *old = spare_table;
+            spare_table = blk;
+            spare_cap = cap;
+            blk = old;
+        }
+        pthread_mutex_unlock(&cache_lock);
+    }
+    free(blk);
+}

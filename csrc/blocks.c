@@ -359,8 +359,12 @@ static int append(ad_tape *t, int op, int64_t a, int64_t b, double imm,
     if (status != AD_OK)
         return status;
     if (t->nblk == t->blk_cap) {
-        int64_t cap = t->blk_cap ? 2 * t->blk_cap : 64;
-        ad_block *nb = realloc(t->blk, (size_t)cap * sizeof *nb);
+        int64_t cap = 0;
+        ad_block *nb = t->blk ? 0 : ad_table_take(&cap);
+        if (!nb) {
+            cap = t->blk_cap ? 2 * t->blk_cap : 64;
+            nb = realloc(t->blk, (size_t)cap * sizeof *nb);
+        }
         if (!nb)
             return ad_fail(t, AD_ENOMEM, i, "out of memory for array blocks");
         t->blk = nb;

@@ -301,6 +301,10 @@ static inline int64_t ad_count_nonfinite(const double *v, int64_t n)
  * give them back with ad_block_release. */
 double *ad_block_calloc(int64_t count);
 void ad_block_release(double *p, int64_t count);
+/* A freed tape's table of array blocks (cap of them; NULL, cap 0 if none)
+ * for a new tape, and the table of a tape being freed (blockcache.c). */
+ad_block *ad_table_take(int64_t *cap);
+void ad_table_release(ad_block *blk, int64_t cap);
 
 /* An operation's entry is a variable when an operand is; a comparison's
  * 1.0 or 0.0 never is (it has no derivative). */

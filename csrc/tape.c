@@ -75,7 +75,7 @@ void ad_tape_free(ad_tape *t)
     ad_drop_tangent_arrays(t);
     for (int64_t k = 0; k < t->nblk; ++k)
         free_block(&t->blk[k]);
-    free(t->blk);
+    ad_table_release(t->blk, t->blk_cap);
     free(t);
 }
 
