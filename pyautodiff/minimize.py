@@ -16,6 +16,7 @@ the optimization goes on, as ``@ad.function`` does.
 """
 import inspect
 import numbers
+from threading import get_ident
 
 import numpy as np
 
@@ -333,12 +334,18 @@ def one_call_evaluator(rec):
     if idx is None or idx != trace.output_entry():
         return None
     kind, shape = trace.structures[0].kinds[0], trace.structures[0].shapes[0]
-    o = _core.new_lbfgs(max(1, int(np.prod(shape))), 1)
+    size = int(np.prod(shape))
+    if size == 0:
+        return None
+    tape = trace.tape
+    o = _core.new_lbfgs(size, 1)
     keep = _attach(o, rec)
     f, outcome = ffi.new("double *"), ffi.new("int32_t *")
     x1 = ffi.new("double[1]")
 
     def value_and_grad(x):
+        if tape.tid != get_ident() or tape.closed:
+            return None     # the general path says why not (TapeError)
         if kind == "float":
             if x.__class__ is not float and x.__class__ is not int:
                 return None
@@ -351,7 +358,7 @@ def one_call_evaluator(rec):
             return None
         g = np.empty(shape)
         _core.check(lib.ad_lbfgs_evaluate(o, xp, f, ffi.from_buffer("double[]", g),
-                                          outcome), o, trace.tape)
+                                          outcome), o, tape)
         if outcome[0] != lib.AD_EVAL_OK:
             return None
         return f[0], float(g) if kind == "float" else g

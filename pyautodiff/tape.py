@@ -323,15 +323,20 @@ class Tape:
         leaves are the trace's own."""
         c = self._c
         out = []
+        taken = {}      # a node listed again (argnum=(0, 0)) gets a copy
         for node in nodes:
             i = node._i
             if c.aux[i] < 0:
                 out.append(c.grad[i])
                 continue
+            if i in taken:
+                out.append(taken[i].copy())
+                continue
             p = lib.ad_array_grad_take(c, i)
             d = node._d
-            out.append(np.zeros(d.shape) if p == ffi.NULL else
-                       buffers.adopt(p, d.shape, d.size))
+            taken[i] = g = (np.zeros(d.shape) if p == ffi.NULL else
+                            buffers.adopt(p, d.shape, d.size))
+            out.append(g)
         return out
 
     def set_value(self, i, d, is_int=False):

@@ -863,3 +863,16 @@ def test_hessian_with_a_tuple_argnum():
     # f = x^2 y: H = ((2y, 2x), (2x, 0)), nested by argnum as jax.hessian does
     (hxx, hxy), (hyx, hyy) = ad.hessian(lambda x, y: x ** 2 * y, (0, 1))(1.5, 2.0)
     assert (hxx, hxy, hyx, hyy) == pytest.approx((4.0, 3.0, 3.0, 0.0))
+
+
+def test_an_argument_named_twice_gets_its_gradient_twice():
+    x = np.array([1.0, 2.0])
+    g0, g1 = ad.grad(lambda x: ad.sum(x * x), argnum=(0, 0))(x)
+    np.testing.assert_array_equal(g0, [2.0, 4.0])
+    np.testing.assert_array_equal(g1, [2.0, 4.0])
+    value, (h0, h1) = ad.value_and_grad(lambda x: ad.sum(x * x), argnum=(0, -1))(x)
+    assert value == 5.0
+    np.testing.assert_array_equal(h1, [2.0, 4.0])
+    j0, j1 = ad.jacobian(lambda x: x * x, argnum=(0, 0))(x)
+    np.testing.assert_array_equal(j0, np.diag([2.0, 4.0]))
+    np.testing.assert_array_equal(j1, np.diag([2.0, 4.0]))

@@ -451,3 +451,31 @@ def test_one_call_is_not_used_for_other_recordings():
     nested = ad.record(lambda d: d["a"] * d["b"], {"a": 1.0, "b": 2.0})
     assert nested.value_and_grad({"a": 3.0, "b": 5.0}) == (15.0, {"a": 5.0, "b": 3.0})
     assert nested._evaluate is False
+
+
+def test_one_call_keeps_the_tape_to_its_thread():
+    import threading
+    F = ad.record(lambda x: ad.sum(ad.tanh(x) * x), np.zeros(2000))
+    F.value_and_grad(np.zeros(2000))                 # the one call, made here
+    errors = []
+
+    def other_thread():
+        try:
+            F.value_and_grad(np.ones(2000))
+        except ad.TapeError as e:
+            errors.append(e)
+
+    workers = [threading.Thread(target=other_thread) for _ in range(2)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    assert len(errors) == 2 and "another thread" in str(errors[0])
+    value, grad = F.value_and_grad(np.ones(2000))    # still fine here
+    assert value == pytest.approx(2000 * np.tanh(1.0), rel=1e-13)
+
+
+def test_value_and_grad_of_a_recording_of_an_empty_array():
+    F = ad.record(lambda x: ad.sum(x * x), np.zeros(0))
+    value, grad = F.value_and_grad(np.zeros(0))
+    assert value == 0.0 and grad.shape == (0,)
