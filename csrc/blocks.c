@@ -250,6 +250,13 @@ static int append(ad_tape *t, int op, int64_t a, int64_t b, double imm,
                   double *val, int32_t ndim, const int64_t *shape,
                   const ad_block *form);
 
+/* Every array result is checked: a pass over it as long as the op's own,
+ * so it gets the AVX2 build too. */
+AD_SIMD_CLONES static int64_t count_nonfinite(const double *v, int64_t n)
+{
+    return ad_count_nonfinite(v, n);
+}
+
 int ad_array_append(ad_tape *t, int op, int64_t a, int64_t b, double imm,
                     double *val, int32_t ndim, const int64_t *shape)
 {
@@ -268,7 +275,7 @@ int ad_array_append(ad_tape *t, int op, int64_t a, int64_t b, double imm,
     if (status != AD_OK)
         return status;
     const ad_block *bk = &t->blk[t->aux[t->n - 1]];
-    t->last_nonfinite = ad_count_nonfinite(bk->val, bk->size);
+    t->last_nonfinite = count_nonfinite(bk->val, bk->size);
     return AD_OK;
 }
 
