@@ -570,3 +570,39 @@ def test_square_is_numpys_square_bit_for_bit():
     assert np.array_equal(sq.data, x * x)
     sq.backward(np.ones_like(x))
     assert np.array_equal(a.grad, 2.0 * x)
+
+
+def test_tapes_of_many_threads_reuse_block_tables_safely():
+    # a freed tape's table of array blocks goes to the next tape that
+    # records arrays, in whichever thread: steps of different lengths in
+    # four threads at once must give each thread the gradients it gets alone
+    import threading
+    rng = np.random.default_rng(5)
+    inputs = [rng.normal(size=(6, 5)) for _ in range(4)]
+
+    def step(x0, length):
+        x = ad.Array(x0)
+        with ad.Tape():
+            h = x
+            for k in range(length):
+                h = ad.tanh(h * 0.9 + 0.1) if k % 2 else h * h * 0.5
+            h.sum().backward()
+        return x.grad
+
+    lengths = [3, 40, 150, 700]
+    alone = [step(x0, n) for x0, n in zip(inputs, lengths)]
+    got = [[] for _ in inputs]
+
+    def worker(k):
+        for _ in range(25):
+            got[k].append(step(inputs[k], lengths[k]))
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    for k in range(4):
+        assert len(got[k]) == 25
+        for g in got[k]:
+            np.testing.assert_array_equal(g, alone[k])
