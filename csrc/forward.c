@@ -89,12 +89,11 @@ static int forward_lse(ad_tape *t, int64_t i, const ad_view *o, const ad_view *a
         o->val[k] = -INFINITY;          /* what an empty reduction gives */
     ad_iter it;
     ad_iter_init(&it, a->ndim, a->shape, o, a, 0);
-    const int in = it.nd - 1;
-    if (it.so[in] == 0 && it.sa[in] == 1 && it.shape[in] * size == it.size) {
+    ad_iter rows = it;
+    int64_t n;
+    if (ad_iter_rows(&rows, &n) && n * size == it.size) {
         /* each output element is one contiguous row's */
-        const int64_t n = it.shape[in];
-        it.shape[in] = 1;
-        AD_ITERATE(&it, o->val[ko] = lse_row(a->val + ka, n));
+        AD_ITERATE(&rows, o->val[ko] = lse_row(a->val + ka, n));
         return AD_OK;
     }
     if (size == 0)
@@ -132,13 +131,8 @@ AD_SIMD_CLONES static int forward_array(ad_tape *t, int64_t i)
         for (int64_t k = 0; k < size; ++k)
             o.val[k] = 0.0;
         ad_iter_init(&it, a.ndim, a.shape, &o, &a, 0);
-        const int in = it.nd - 1;
-        if (it.so[in] == 0 && it.sa[in] == 1) {
-            /* rows of contiguous elements, each into one output element
-             * (a whole array, or along its last axes): pairwise, a row at
-             * a time over an iteration of the outer dimensions alone */
-            const int64_t n = it.shape[in];
-            it.shape[in] = 1;
+        int64_t n;
+        if (ad_iter_rows(&it, &n)) {    /* pairwise, a row at a time */
             AD_ITERATE(&it, o.val[ko] += sum_pairwise(a.val + ka, n));
         } else {
             AD_ITERATE(&it, o.val[ko] += a.val[ka]);

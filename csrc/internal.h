@@ -176,6 +176,22 @@ void ad_iter_init(ad_iter *it, int nd, const int64_t *shape,
         }                                                                    \
     } while (0)
 
+/* Does reduction iteration it (over the operand, the output broadcast)
+ * end in contiguous rows of the operand, each into one output element (a
+ * whole array, or along its last axes)?  Then *n is a row's length and it
+ * steps from row to row (its last dimension collapsed to 1): a row is
+ * then one plain loop, which vectorises, with its output element read
+ * once.  Sums and logsumexp take their rows this way.                   */
+static inline int ad_iter_rows(ad_iter *it, int64_t *n)
+{
+    const int in = it->nd - 1;
+    if (it->so[in] != 0 || it->sa[in] != 1)
+        return 0;
+    *n = it->shape[in];
+    it->shape[in] = 1;
+    return 1;
+}
+
 /* The iteration of a strided GATHER (its block bk): over the output's
  * shape, ko into the output and ka (before the offset) into the operand. */
 void ad_iter_gather(ad_iter *it, const ad_block *bk);
@@ -245,11 +261,9 @@ static inline double ad_lse_weight(double x, double out)
 #define AD_LSE_EACH(it, oval, aval, ...)                                     \
     do {                                                                     \
         ad_iter lr_ = *(it);                                                 \
-        const int li_ = lr_.nd - 1;                                          \
-        const int64_t ln_ = lr_.shape[li_];                                  \
+        int64_t ln_;                                                         \
         const double *const lo_ = (oval), *const la_ = (aval);               \
-        if (lr_.so[li_] == 0 && lr_.sa[li_] == 1) {                          \
-            lr_.shape[li_] = 1;     /* the outer dims step from row to row */\
+        if (ad_iter_rows(&lr_, &ln_)) {                                      \
             AD_ITERATE(&lr_, {                                               \
                 const double out_ = lo_[ko];                                 \
                 const int64_t row_ = ka;                                     \

@@ -71,15 +71,11 @@ AD_SIMD_CLONES static int reverse_array(ad_tape *t, double *g, int64_t i, int ch
         /* over the operand's elements: each written once */
         const int za = CLAIM(t->a[i], 1);
         ad_iter_init(&it, a.ndim, a.shape, &o, &a, 0);
-        const int in = it.nd - 1;
-        if (it.so[in] == 0 && it.sa[in] == 1) {
-            /* rows of contiguous elements, each from one output element
-             * (a whole array's sum, or along its last axes): the share is
-             * divided out once per row and the row is a plain loop that
-             * vectorises (the strided loop with a division per element
-             * was a fifth of a large array's reverse sweep) */
-            const int64_t n = it.shape[in];
-            it.shape[in] = 1;
+        int64_t n;
+        if (ad_iter_rows(&it, &n)) {
+            /* the share divided out once per row (the strided loop with a
+             * division per element was a fifth of a large array's
+             * reverse sweep) */
             AD_ITERATE(&it, {
                 const double share = o.adj[ko] / c;
                 double *const row = a.adj + ka;
