@@ -22,7 +22,7 @@ import numpy as np
 
 from . import _core
 from ._core import ffi, lib
-from .record import BranchError, Recorded
+from .record import BranchError, Recorded, is_plain
 
 # methods that get more than the gradient, and those that use none
 HESSP_METHODS = {"newton-cg", "trust-ncg", "trust-krylov", "trust-constr"}
@@ -346,13 +346,12 @@ def one_call_evaluator(rec):
     def value_and_grad(x):
         if tape.tid != get_ident() or tape.closed:
             return None     # the general path says why not (TapeError)
+        if not is_plain(x, kind, shape):
+            return None
         if kind == "float":
-            if x.__class__ is not float and x.__class__ is not int:
-                return None
             x1[0] = x
             xp = x1
-        elif x.__class__ is np.ndarray and x.dtype == np.float64 and \
-                x.shape == shape and x.flags.c_contiguous:
+        elif x.flags.c_contiguous:
             xp = ffi.from_buffer("double[]", x)
         else:
             return None

@@ -162,20 +162,27 @@ class Recorded:
         save(self, path)
 
 
+def is_plain(arg, kind, shape):
+    """The common case, taken without flattening: a float (or int) where a
+    float was recorded, a float64 ndarray of the recorded shape where one
+    was."""
+    if kind == "float":
+        return arg.__class__ is float or arg.__class__ is int
+    return arg.__class__ is np.ndarray and arg.dtype == np.float64 \
+        and arg.shape == shape
+
+
 def _write_plain(arg, want, leaf, c):
-    """The common case without flattening: a float where a float was
-    recorded, a float64 ndarray of the recorded shape where one was.
-    False (nothing written) for anything else."""
-    if want.kinds[0] == "float":
-        if arg.__class__ is float or arg.__class__ is int:
-            c.imm[leaf._i] = arg
-            return True
+    """Write a plain argument (is_plain) into its leaf; False (nothing
+    written) for anything else."""
+    kind = want.kinds[0]
+    if not is_plain(arg, kind, want.shapes[0]):
         return False
-    if arg.__class__ is np.ndarray and arg.dtype == np.float64 \
-            and arg.shape == want.shapes[0]:
+    if kind == "float":
+        c.imm[leaf._i] = arg
+    else:
         leaf._d[...] = arg
-        return True
-    return False
+    return True
 
 
 def _shapes(st):
