@@ -226,6 +226,14 @@ int ad_array_append(ad_tape *t, int op, int64_t a, int64_t b, double imm,
  * infinity (what else reads last_nonfinite).                            */
 int ad_array_op(ad_tape *t, int op, int64_t a, int64_t b, double imm,
                 double *val);
+/* The same for a small result (at most AD_ROW_MAX elements), written to
+ * row `row` of a block of such results, rows + row * (a's size): the
+ * block's address is made once for all its rows.  Python calls it without
+ * releasing the GIL (csrc/build_ffi.py): for so few elements, releasing
+ * and taking back the GIL cost more than the operation.                 */
+#define AD_ROW_MAX 64
+int ad_array_row(ad_tape *t, int op, int64_t a, int64_t b, double imm,
+                 double *rows, int64_t row);
 int ad_array_leaf(ad_tape *t, double *val, int32_t ndim, const int64_t *shape,
                   int variable);
 int ad_array_append_map(ad_tape *t, int op, int64_t a, double *val,

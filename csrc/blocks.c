@@ -286,6 +286,20 @@ int ad_array_op(ad_tape *t, int op, int64_t a, int64_t b, double imm,
     return status == AD_OK && t->last_nonfinite ? -1 : status;
 }
 
+int ad_array_row(ad_tape *t, int op, int64_t a, int64_t b, double imm,
+                 double *rows, int64_t row)
+{
+    if (a < 0 || a >= t->n)
+        return ad_fail(t, AD_EINVAL, t->n, "no operand to take a shape "
+                       "from");
+    int64_t size = t->aux[a] >= 0 ? t->blk[t->aux[a]].size : 1;
+    if (size > AD_ROW_MAX || row < 0)
+        return ad_fail(t, AD_EINVAL, t->n, "row %lld of %lld elements: rows "
+                       "hold at most %d", (long long)row, (long long)size,
+                       AD_ROW_MAX);
+    return ad_array_op(t, op, a, b, imm, rows + row * size);
+}
+
 /* GATHER: nmap == the output's size, entries index the operand.
  * SCATTER: nmap == the operand's size, entries index the output. */
 int ad_array_append_map(ad_tape *t, int op, int64_t a, double *val,

@@ -62,12 +62,32 @@ extern "Python" int pyautodiff_extern_tangent(void *, int64_t);
 extern "Python" int pyautodiff_extern_second(void *, int64_t);
 """
 
+# cffi brackets every call it generates with Py_BEGIN_ALLOW_THREADS and
+# Py_END_ALLOW_THREADS.  Redefined after Python.h, as here, they keep the
+# GIL for the wrappers named in KEEP_GIL: calls whose work is bounded and
+# small, where releasing the GIL and taking it back (two atomic handovers,
+# a mutex and a condition variable) cost more than the call's own work --
+# NumPy, too, keeps the GIL for loops of few elements.  __func__ names
+# the wrapper; GCC folds the comparison away.  Every other call releases
+# the GIL, so long sweeps still let other threads run.
+KEEP_GIL = ["ad_array_row"]
+KEEP_GIL_PREAMBLE = """
+#undef Py_BEGIN_ALLOW_THREADS
+#undef Py_END_ALLOW_THREADS
+#define AD_KEEPS_GIL(wrapper) (%s)
+#define Py_BEGIN_ALLOW_THREADS \\
+    { PyThreadState *_save = AD_KEEPS_GIL(__func__) ? 0 : PyEval_SaveThread();
+#define Py_END_ALLOW_THREADS if (_save) PyEval_RestoreThread(_save); }
+""" % " || ".join('__builtin_strcmp(wrapper, "_cffi_f_%s") == 0' % name
+                  for name in KEEP_GIL)
+
 ffibuilder = FFI()
 ffibuilder.cdef(cdef_text() + PYTHON_CALLBACKS)
 ffibuilder.set_source(
     "pyautodiff._ad_core",
     '#include "ad.h"\n#include "optim.h"\n#include "lbfgs.h"\n'
-    'const char *ad_version(void) { return "%s"; }\n' % package_version(),
+    'const char *ad_version(void) { return "%s"; }\n' % package_version()
+    + KEEP_GIL_PREAMBLE,
     sources=[os.path.relpath(os.path.join(HERE, s), ROOT) for s in SOURCES],
     include_dirs=[os.path.relpath(HERE, ROOT)],
     # a changed header (rules.h, vmath.h ...) rebuilds the module too

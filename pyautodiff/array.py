@@ -49,8 +49,11 @@ def _broadcast_shape(op, a, b):
 class Array:
     """A float64 array recorded on the current tape (NumPy-compatible)."""
 
-    # _p: the pool (on the Array's tape) its values came from, else None
-    __slots__ = ("_d", "_i", "_t", "_p")
+    # _i: the entry on tape _t; _p: the pool (on _t) a small result's
+    # values came from, else None or False; _b, _j: that pool's block and
+    # the row holding them; _v: the values (an ndarray), or None for such a
+    # result until they are first read (_d)
+    __slots__ = ("_v", "_i", "_t", "_p", "_b", "_j")
 
     # NumPy interop: np.exp(a), ndarray * a, np.sum(a, axis=0) ... land here
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
@@ -60,6 +63,21 @@ class Array:
     def __array_function__(self, func, types, args, kwargs):
         from .numpy_interop import apply_function
         return apply_function(func, args, kwargs)
+
+    @property
+    def _d(self):
+        """The values: a small result's (see _POOL_ROWS) are its row of the
+        pool's block, viewed when first read.  (Code that runs for every
+        operation reads _v where it knows it is set: a property costs a
+        call.)"""
+        d = self._v
+        if d is None:
+            d = self._v = self._b[self._j]
+        return d
+
+    @_d.setter
+    def _d(self, d):
+        self._v = d
 
     def __init__(self, data, _variable=True):
         arr = _as_float_array(data)
@@ -234,6 +252,7 @@ _DOUBLE_P = ffi.typeof("double *")
 _object_new = object.__new__
 _array_append = lib.ad_array_append
 _array_op = lib.ad_array_op
+_array_row = lib.ad_array_row
 _NULL = ffi.NULL
 
 
@@ -249,21 +268,24 @@ def _values_pointer(t, arr):
 
 
 # Small results are rows of a read-only block of _POOL_ROWS of one shape:
-# a view costs less than a new array, its memory address, and making it
-# read-only, and the views of a block's rows are made in one go.  A row
-# keeps its block alive, so only small ones are pooled.
+# one block costs less than an array, its memory address, and making it
+# read-only for each result, and C finds a row from the block's address
+# and the row's number.  A result views its row only when its values are
+# first read (Array.__getattr__): most results of small operations are
+# only ever operands, read by C.  A row keeps its block alive, so only
+# small results (at most AD_ROW_MAX elements) are pooled.
 _POOL_ROWS = 64
-_POOL_MAX = 64           # elements
+_POOL_MAX = lib.AD_ROW_MAX
 
 
 class _Pool:
     """A tape's small results of one shape: the rows of its current block
-    (views, and the block's address for C) are handed out in turn.  Each
+    are handed out in turn.  Each
     result keeps its pool (Array._p), so an operation on it finds the pool
     without making its shape's tuple and looking that up, and two results
     with the same pool have the same shape."""
 
-    __slots__ = ("shape", "size", "rows", "base", "next")
+    __slots__ = ("shape", "size", "block", "base", "next")
 
     def __init__(self, shape, size):
         self.shape = shape
@@ -272,10 +294,10 @@ class _Pool:
 
     def refill(self):
         """A fresh block; returns the number of its first row, 0."""
-        rows = np.empty((_POOL_ROWS,) + self.shape)
-        rows.setflags(write=False)        # C writes through the address only
-        self.rows = list(rows)
-        self.base = _from_buffer(_DOUBLES, rows)
+        block = np.empty((_POOL_ROWS,) + self.shape)
+        block.setflags(write=False)       # C writes through the address only
+        self.block = block
+        self.base = _from_buffer(_DOUBLES, block)
         self.next = 0
         return 0
 
@@ -332,10 +354,10 @@ def _append(t, obj, op, a, b, imm, arr, variable=True, same_shape=False,
 
 
 # The steps that make `out` the Array of the entry just appended, entry
-# i = len(nodes) of t (nodes is t.nodes), with values `arr` (`size` of them
-# counted towards compacting the tape), a row of `pool` or not (None).
+# i = len(nodes) of t (nodes is t.nodes), whose values (`size` of them
+# counted towards compacting the tape) are set already: a row of `pool`,
+# or not (pool None).
 ADOPT_STEPS = """\
-out._d = arr
 out._t = t
 out._p = pool
 out._i = i
@@ -356,10 +378,11 @@ if i >= t.limit:
 # operation on arrays runs them, so they are inlined into the generated
 # operators (_install), where two calls would cost a fifth of an operation
 # on a small array, and compiled once as _result() for everything else.
-# A result in operand a's shape takes ad_array_op (C takes the shape from
-# a, and its status says whether the result holds a NaN or an infinity),
-# any other ad_array_append with its shape.  `bad` is then nonzero for
-# such a result.
+# A small result in operand a's shape takes ad_array_row (C takes the
+# shape from a, and its status says whether the result holds a NaN or an
+# infinity), any other small one ad_array_append with its shape and its
+# row's address, a big one ad_array_op or ad_array_append (_append).
+# `bad` is then nonzero for such a result.
 RESULT_STEPS = """\
 if pool:
     nodes = t.nodes
@@ -371,19 +394,21 @@ if pool:
         j = pool.refill()
     pool.next = j + 1
     size = pool.size
-    status = {append}(t._c, {op}, {a}, {b}, {imm}, pool.base + j * size{shape_args})
+    status = {append}
     if status > 0:
         _core.check(status, t._c)
     bad = {bad}
     out = _object_new(Array)
-    arr = pool.rows[j]
+    out._v = None
+    out._b = pool.block
+    out._j = j
 """ + _indent(ADOPT_STEPS, 4) + """\
 else:
     out = _append(t, _object_new(Array), {op}, {a}, {b}, {imm},
                   buffers.empty({shape}), True, {same})
     bad = t._c.last_nonfinite
 """
-_SHAPE_ARGS = ",\n                           len(shape), ffi.new('int64_t[]', shape)"
+_SHAPE_ARGS = ",\n        len({shape}), ffi.new('int64_t[]', {shape})"
 
 
 # The steps that set `index` to the entry of Array x, recorded on another
@@ -401,9 +426,11 @@ if {index} is None or t.parent is not {x}._t or {x}._t.closed:
 
 def _result_steps(op, a, b, imm, same, spaces, shape="shape"):
     same_shape = same == "True"
+    append = (f"_array_row(t._c, {op}, {a}, {b}, {imm}, pool.base, j)" if same_shape
+              else f"_array_append(t._c, {op}, {a}, {b}, {imm}, pool.base + j * size"
+              + _SHAPE_ARGS.format(shape=shape) + ")")
     steps = RESULT_STEPS.format(op=op, a=a, b=b, imm=imm, same=same, shape=shape,
-                                append="_array_op" if same_shape else "_array_append",
-                                shape_args="" if same_shape else _SHAPE_ARGS,
+                                append=append,
                                 bad="status" if same_shape else "t._c.last_nonfinite")
     return _indent(steps, spaces)
 
@@ -417,7 +444,7 @@ def _compile(src, name):
 _adopt_entry = _compile(
     "def _adopt_entry(t, out, arr, size, nodes, i, pool=None):\n"
     '    """out becomes the Array of the entry just appended, with values arr."""\n'
-    + _indent(ADOPT_STEPS, 4) + "    return out\n", "_adopt_entry")
+    + _indent("out._v = arr\n" + ADOPT_STEPS, 4) + "    return out\n", "_adopt_entry")
 
 _result = _compile(
     "def _result(t, op, a, b, imm, shape, same_shape=False):\n"
@@ -552,7 +579,7 @@ def _reduce(self, axis, keepdims, mean=False, op="SUM"):
 
 def _detached(values):
     out = object.__new__(Array)
-    out._d = np.asarray(values, dtype=np.float64)
+    out._v = np.asarray(values, dtype=np.float64)
     out._t = NO_GRAD
     out._p = None
     out._i = -1
@@ -588,30 +615,31 @@ def _detached_binary(self, other, name):
 def _binary_source(name):
     """Array's operator `name`.  The common cases (an Array of the same
     shape, a Python number) record inline (RESULT_STEPS), the rest go
-    through _binary."""
+    through _binary.  (self._v is read only where self has no pool, so its
+    values are set: see Array._d.)"""
     vv_op, vc_op, cexpr = BINARY[name]
     c = "-float(other)" if cexpr == "-other" else "float(other)"
     op = f"_SQUARE if c == 2.0 else {OPS[vc_op]}" if vc_op == "POWC" else str(OPS[vc_op])
     src = (f"def {name}(self, other):\n"
            "    t = state.rec\n"
            "    if self._t is t and t is not NO_GRAD:\n"
-           "        pool = self._p or _pool_of(t, self._d.shape)\n"
+           "        pool = self._p or _pool_of(t, self._v.shape)\n"
            "        cls = other.__class__\n"
            "        if cls is float or cls is int:\n"
            f"            c = {c}\n"
            f"            op = {op}\n"
-           + _result_steps("op", "self._i", "-1", "c", "True", 12, "self._d.shape"))
+           + _result_steps("op", "self._i", "-1", "c", "True", 12, "self._v.shape"))
     if vv_op:
         # (the same pool: the same shape, known without making tuples; a
         # pool's shape is a tuple already made)
         src += ("        elif cls is Array and (other._p is pool or other._d.shape == (\n"
-                "                pool.shape if pool else self._d.shape)):\n"
+                "                pool.shape if pool else self._v.shape)):\n"
                 "            if other._t is t:\n"
                 "                b = other._i\n"
                 "            else:\n"
                 + _indent(IMPORTED_STEPS.format(x="other", index="b"), 16) +
                 f"            op = {OPS[vv_op]}\n"
-                + _result_steps("op", "self._i", "b", "0.0", "True", 12, "self._d.shape"))
+                + _result_steps("op", "self._i", "b", "0.0", "True", 12, "self._v.shape"))
     src += ("        else:\n"
             f"            return _binary(self, other, {name!r})\n"
             "        if bad:\n"
@@ -626,9 +654,9 @@ def _unary_steps(name, spaces):
     """The steps of Array's unary method `name` that record self, an Array
     on t, the recording tape, and return the result."""
     op = OPS[UNARY[name]]
-    return _indent("pool = self._p or _pool_of(t, self._d.shape)\n"
+    return _indent("pool = self._p or _pool_of(t, self._v.shape)\n"
                    + _result_steps(str(op), "self._i", "-1", "0.0", "True", 0,
-                                   "self._d.shape")
+                                   "self._v.shape")
                    + "if bad:\n"
                    f"    _nonfinite(out, {op}, NUMPY_UNARY[{name!r}], self._d)\n"
                    "return out\n", spaces)

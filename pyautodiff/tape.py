@@ -131,6 +131,16 @@ NO_GRAD = _Marker("no_grad")
 DETACHED = _Marker("detached")
 
 
+def _array_elements(node):
+    """The number of an Array's values, 0 for a Value; a small result's
+    are counted from its pool, without viewing its row."""
+    pool = getattr(node, "_p", None)
+    if pool:
+        return pool.size
+    d = node._d
+    return d.size if isinstance(d, np.ndarray) else 0
+
+
 class Tape:
     """A Wengert list.  ``with ad.Tape() as t:`` records on a tape of its own
     whose entries are freed on exit; ``ad.current_tape()`` is the thread's."""
@@ -260,9 +270,8 @@ class Tape:
             self.custom = sum(getattr(n, "_bw", None) is not None for n in nodes)
         self.compact_at = max(2 * len(nodes), len(nodes) + COMPACT_MIN)
         lent = {id(proxy) for proxy in self.imports.values()}  # not ours
-        self.array_elems = sum(np.size(node._d) for node in nodes
-                               if isinstance(node._d, np.ndarray)
-                               and id(node) not in lent)
+        self.array_elems = sum(_array_elements(node) for node in nodes
+                               if id(node) not in lent)
         # soon enough that the arrays nothing holds go back to the block
         # cache (and the next step's arrays reuse them) before many pile up
         self.live_elems = self.array_elems
