@@ -51,7 +51,7 @@ class Array:
 
     # _i: the entry on tape _t; _p: the pool (on _t) a small result's
     # values came from, else None or False; _b, _j: that pool's block and
-    # the row holding them; _v: the values (an ndarray), or None for such a
+    # the row holding them; _v: the values (an ndarray), not set for such a
     # result until they are first read (_d)
     __slots__ = ("_v", "_i", "_t", "_p", "_b", "_j")
 
@@ -70,10 +70,11 @@ class Array:
         pool's block, viewed when first read.  (Code that runs for every
         operation reads _v where it knows it is set: a property costs a
         call.)"""
-        d = self._v
-        if d is None:
+        try:
+            return self._v
+        except AttributeError:          # not read before
             d = self._v = self._b[self._j]
-        return d
+            return d
 
     @_d.setter
     def _d(self, d):
@@ -271,35 +272,42 @@ def _values_pointer(t, arr):
 # one block costs less than an array, its memory address, and making it
 # read-only for each result, and C finds a row from the block's address
 # and the row's number.  A result views its row only when its values are
-# first read (Array.__getattr__): most results of small operations are
-# only ever operands, read by C.  A row keeps its block alive, so only
-# small results (at most AD_ROW_MAX elements) are pooled.
+# first read (Array._d): most results of small operations are only ever
+# operands, read by C.  A row keeps its block alive, so only small
+# results (at most AD_ROW_MAX elements) are pooled.
 _POOL_ROWS = 64
 _POOL_MAX = lib.AD_ROW_MAX
 
 
 class _Pool:
     """A tape's small results of one shape: the rows of its current block
-    are handed out in turn.  Each
-    result keeps its pool (Array._p), so an operation on it finds the pool
-    without making its shape's tuple and looking that up, and two results
-    with the same pool have the same shape."""
+    are handed out in turn.  Each result keeps its pool (Array._p), so an
+    operation on it finds the pool without making its shape's tuple and
+    looking that up, and two results with the same pool have the same
+    shape.  Its blocks count towards compacting tape t (a block at a
+    time: the memory they hold)."""
 
     __slots__ = ("shape", "size", "block", "base", "next")
 
-    def __init__(self, shape, size):
+    def __init__(self, t, shape, size):
         self.shape = shape
         self.size = size          # elements of a row
-        self.next = _POOL_ROWS    # no block yet: the first result makes one
+        self._new_block(t)
 
-    def refill(self):
-        """A fresh block; returns the number of its first row, 0."""
+    def _new_block(self, t):
         block = np.empty((_POOL_ROWS,) + self.shape)
         block.setflags(write=False)       # C writes through the address only
         self.block = block
         self.base = _from_buffer(_DOUBLES, block)
         self.next = 0
-        return 0
+        t.array_elems += block.size
+
+    def refill(self, t):
+        """A fresh block, once the last row of this one has been recorded
+        (then compacting t, which renumbers entries, is safe)."""
+        self._new_block(t)
+        if t.array_elems > t.compact_elems:
+            t.compact()
 
 
 def _pool_of(t, shape):
@@ -310,7 +318,7 @@ def _pool_of(t, shape):
         size = 1
         for n in shape:
             size *= n
-        pool = _Pool(shape, size) if shape and 0 < size <= _POOL_MAX else False
+        pool = _Pool(t, shape, size) if shape and 0 < size <= _POOL_MAX else False
         t.pools[shape] = pool
     return pool
 
@@ -354,23 +362,25 @@ def _append(t, obj, op, a, b, imm, arr, variable=True, same_shape=False,
 
 
 # The steps that make `out` the Array of the entry just appended, entry
-# i = len(nodes) of t (nodes is t.nodes), whose values (`size` of them
-# counted towards compacting the tape) are set already: a row of `pool`,
-# or not (pool None).
+# i = len(nodes) of t (nodes is t.nodes), whose values are set already: a
+# row of `pool`, or not (pool None).
 ADOPT_STEPS = """\
 out._t = t
 out._p = pool
 out._i = i
 nodes.append(out)
 t.nflushed = i + 1
-t.array_elems += size
-if t.array_elems > t.compact_elems:
-    t.compact()
 if i >= t.limit:
     t.spill()
 """
-# (nflushed: the entry is in C already; compact: big arrays fill memory
-# before entries do; spill: room in the record buffer, as scalars have.)
+# (nflushed: the entry is in C already; spill: room in the record buffer,
+# as scalars have.)  Values not from a pool count towards compacting the
+# tape (big arrays fill memory before entries do):
+COUNT_STEPS = """\
+t.array_elems += size
+if t.array_elems > t.compact_elems:
+    t.compact()
+"""
 
 # The steps that record `out`, the result of entry (op, a, b, imm) of
 # shape `{shape}`, computed by C: a small result is the next row of `pool`,
@@ -390,19 +400,18 @@ if pool:
     if i != t.nflushed:
         t.flush()
     j = pool.next
-    if j == _POOL_ROWS:
-        j = pool.refill()
-    pool.next = j + 1
-    size = pool.size
     status = {append}
     if status > 0:
         _core.check(status, t._c)
     bad = {bad}
     out = _object_new(Array)
-    out._v = None
     out._b = pool.block
     out._j = j
 """ + _indent(ADOPT_STEPS, 4) + """\
+    if j == _POOL_ROWS - 1:
+        pool.refill(t)
+    else:
+        pool.next = j + 1
 else:
     out = _append(t, _object_new(Array), {op}, {a}, {b}, {imm},
                   buffers.empty({shape}), True, {same})
@@ -427,7 +436,7 @@ if {index} is None or t.parent is not {x}._t or {x}._t.closed:
 def _result_steps(op, a, b, imm, same, spaces, shape="shape"):
     same_shape = same == "True"
     append = (f"_array_row(t._c, {op}, {a}, {b}, {imm}, pool.base, j)" if same_shape
-              else f"_array_append(t._c, {op}, {a}, {b}, {imm}, pool.base + j * size"
+              else f"_array_append(t._c, {op}, {a}, {b}, {imm}, pool.base + j * pool.size"
               + _SHAPE_ARGS.format(shape=shape) + ")")
     steps = RESULT_STEPS.format(op=op, a=a, b=b, imm=imm, same=same, shape=shape,
                                 append=append,
@@ -444,7 +453,8 @@ def _compile(src, name):
 _adopt_entry = _compile(
     "def _adopt_entry(t, out, arr, size, nodes, i, pool=None):\n"
     '    """out becomes the Array of the entry just appended, with values arr."""\n'
-    + _indent("out._v = arr\n" + ADOPT_STEPS, 4) + "    return out\n", "_adopt_entry")
+    + _indent("out._v = arr\n" + ADOPT_STEPS + COUNT_STEPS, 4) + "    return out\n",
+    "_adopt_entry")
 
 _result = _compile(
     "def _result(t, op, a, b, imm, shape, same_shape=False):\n"
@@ -615,7 +625,7 @@ def _detached_binary(self, other, name):
 def _binary_source(name):
     """Array's operator `name`.  The common cases (an Array of the same
     shape, a Python number) record inline (RESULT_STEPS), the rest go
-    through _binary.  (self._v is read only where self has no pool, so its
+    through _binary.  (x._v is read only where x has no pool, so its
     values are set: see Array._d.)"""
     vv_op, vc_op, cexpr = BINARY[name]
     c = "-float(other)" if cexpr == "-other" else "float(other)"
@@ -632,7 +642,8 @@ def _binary_source(name):
     if vv_op:
         # (the same pool: the same shape, known without making tuples; a
         # pool's shape is a tuple already made)
-        src += ("        elif cls is Array and (other._p is pool or other._d.shape == (\n"
+        src += ("        elif cls is Array and (other._p is pool or (\n"
+                "                other._p.shape if other._p else other._v.shape) == (\n"
                 "                pool.shape if pool else self._v.shape)):\n"
                 "            if other._t is t:\n"
                 "                b = other._i\n"
