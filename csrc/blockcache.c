@@ -16,8 +16,8 @@
 
 #define CACHE_SLOTS 256
 #define CACHE_BYTES ((size_t)256 << 20)
-/* Smaller blocks are not kept: malloc reuses them well, and a small
- * array's sweep should not pay for the lock and the search.             */
+/* Smaller blocks are not kept here (a small array's sweep should not pay
+ * for the search), but see the small blocks below.                      */
 #define CACHE_MIN_BYTES ((size_t)4096)
 
 static struct { double *p; size_t bytes; } cache[CACHE_SLOTS];
@@ -40,24 +40,72 @@ static double *take(size_t bytes)
     return p;
 }
 
+/* Blocks of at most AD_ROW_MAX doubles, a small array's, are the most
+ * numerous: a step of operations on small arrays takes an adjoint block
+ * per entry and frees them all with its tape, and malloc keeps few freed
+ * chunks of one size at hand (7), so most went through its slower bins,
+ * at a third of a small operation's backward sweep.  Freed ones are kept
+ * here instead, a list per size linked through their first element,
+ * SMALL_BYTES in all at most.                                            */
+#define SMALL_BYTES ((size_t)4 << 20)
+
+static double *small_list[AD_ROW_MAX + 1];
+static size_t small_bytes;
+
+static double *small_take(int64_t count)
+{
+    double *p;
+    pthread_mutex_lock(&cache_lock);
+    p = small_list[count];
+    if (p) {
+        memcpy(&small_list[count], p, sizeof p);
+        small_bytes -= (size_t)count * sizeof(double);
+    }
+    pthread_mutex_unlock(&cache_lock);
+    return p;
+}
+
+/* Keeps p, a block of count doubles; 0 where the list is full. */
+static int small_keep(double *p, int64_t count)
+{
+    int kept = 0;
+    pthread_mutex_lock(&cache_lock);
+    size_t bytes = (size_t)count * sizeof(double);
+    if (small_bytes + bytes <= SMALL_BYTES) {
+        memcpy(p, &small_list[count], sizeof p);
+        small_list[count] = p;
+        small_bytes += bytes;
+        kept = 1;
+    }
+    pthread_mutex_unlock(&cache_lock);
+    return kept;
+}
+
+/* A kept block of count (>= 1) doubles, or NULL. */
+static double *kept_block(int64_t count)
+{
+    size_t bytes = (size_t)count * sizeof(double);
+    return count <= AD_ROW_MAX ? small_take(count)
+         : bytes < CACHE_MIN_BYTES ? 0 : take(bytes);
+}
+
 double *ad_block_calloc(int64_t count)
 {
-    size_t bytes = (size_t)(count > 0 ? count : 1) * sizeof(double);
-    if (bytes < CACHE_MIN_BYTES)
-        return calloc(1, bytes);
-    double *p = take(bytes);
-    if (p) {
-        memset(p, 0, bytes);
-        return p;
-    }
-    return calloc(1, bytes);
+    if (count < 1)
+        count = 1;
+    double *p = kept_block(count);
+    if (!p)
+        return calloc((size_t)count, sizeof(double));
+    memset(p, 0, (size_t)count * sizeof(double));
+    return p;
 }
 
 double *ad_buffer_alloc(int64_t count)
 {
-    size_t bytes = (size_t)(count > 0 ? count : 1) * sizeof(double);
-    double *p = bytes < CACHE_MIN_BYTES ? 0 : take(bytes);
-    return p ? p : malloc(bytes);
+    if (count < 1)
+        count = 1;
+    double *p = kept_block(count);
+    return p ? p : malloc((size_t)count * sizeof(double));
 }
 
 void ad_buffer_release(double *p, int64_t count)
@@ -69,7 +117,11 @@ void ad_block_release(double *p, int64_t count)
 {
     if (!p)
         return;
-    size_t bytes = (size_t)(count > 0 ? count : 1) * sizeof(double);
+    if (count < 1)
+        count = 1;
+    size_t bytes = (size_t)count * sizeof(double);
+    if (count <= AD_ROW_MAX && small_keep(p, count))
+        return;
     if (bytes < CACHE_MIN_BYTES) {
         free(p);
         return;
