@@ -168,6 +168,12 @@ class Array:
         return _append(tape, object.__new__(Array), OPS["LEAF"], -1, -1, 0.0,
                        self._d, owned=False)
 
+    def _constant_on(self, tape):
+        """A constant leaf on tape with a copy of this Array's values (one
+        computed under no_grad, which no tape records)."""
+        return _append(tape, object.__new__(Array), OPS["LEAF"], -1, -1, 0.0,
+                       _as_float_array(self._d), False)
+
     # -- reductions ----------------------------------------------------------
 
     def sum(self, axis=None, keepdims=False):

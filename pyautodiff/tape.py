@@ -605,6 +605,12 @@ class Tape:
         owner = v._t
         if owner is self:
             return v
+        if owner.__class__ is _Marker:
+            # computed under no_grad: a constant here, recorded once
+            proxy = self.imports.get(v)
+            if proxy is None:
+                proxy = self.imports[v] = v._constant_on(self)
+            return proxy
         if owner.closed or owner.tid != get_ident():
             owner._check_open()         # raises (a call only then: this
                                         # runs for every operand imported)

@@ -214,6 +214,31 @@ def test_no_grad_and_explicit_tape():
         C * 2.0
 
 
+def test_arrays_computed_under_no_grad_are_constants_later():
+    """An Array computed under no_grad (as a torch tensor made there) is a
+    constant when a recorded operation uses it: as either operand of an
+    operator, sliced, reduced, on the default tape and in a Tape block;
+    gradients flow to the recorded operands only."""
+    x0 = np.array([[0.5, -1.0, 2.0], [1.5, 0.25, -0.75]])
+    A = ad.Array(x0)
+    with ad.no_grad():
+        B = A * 2.0                  # the same shape as A
+        T = A.T                      # a transposed view under no_grad
+    k0 = 2.0 * x0
+    out = (B * A + A * B).sum() + (T[1:] * 3.0).sum() + (B[:, ::2].sum() * A).sum()
+    out.backward()
+    want = (k0 * x0 + x0 * k0).sum() + 3.0 * x0.T[1:].sum() + k0[:, ::2].sum() * x0.sum()
+    np.testing.assert_allclose(out.data, want, rtol=1e-15)
+    np.testing.assert_array_equal(A.grad, 2.0 * k0 + k0[:, ::2].sum())
+    A.grad = 0
+    with ad.Tape():
+        inner = (ad.tanh(A) * B).sum() - (B - A).sum()
+        inner.backward()
+    np.testing.assert_allclose(A.grad, (1.0 - np.tanh(x0) ** 2) * k0 + 1.0, rtol=1e-14)
+    with pytest.raises(ad.TapeError):
+        B.backward()                 # still nothing to differentiate
+
+
 def test_array_ops_are_every_op_of_the_enum_but_leaf():
     # the elementwise ops and SUM/RESHAPE all run on arrays
     used = set()
