@@ -63,6 +63,30 @@ def test_basic_indices_against_numpy_and_central_differences(fn):
     np.testing.assert_allclose(xa.grad, num, rtol=1e-6, atol=1e-8)
 
 
+@pytest.mark.parametrize("shape", [(1,), (7,), (5, 3), (0, 2), (3, 0), (2, 3, 4)])
+def test_one_slice_of_arrays_of_each_rank(shape):
+    """x[s] for one slice s, on arrays of each rank, empty ones too: values
+    and shape as NumPy's, a strided gather (no index map), the gradient
+    scattered back into place, and under no_grad a copy."""
+    x = rng.normal(size=shape)
+    slices = [slice(None), slice(1, None), slice(None, -1), slice(None, None, -1),
+              slice(-1, 0, -2), slice(1, None, 3), slice(5, 1), slice(-100, 100),
+              slice(2, 2)]
+    for s in slices:
+        xa = ad.Array(x)
+        out = xa[s]
+        assert out.shape == x[s].shape, s
+        np.testing.assert_array_equal(out.data, x[s])
+        assert _map_of(out) == ffi.NULL
+        w = rng.normal(size=out.shape)
+        (out * w).sum().backward()
+        want = np.zeros(shape)
+        want[s] += w
+        np.testing.assert_array_equal(xa.grad, want)
+        with ad.no_grad():
+            np.testing.assert_array_equal(xa[s].data, x[s])
+
+
 def test_ad_transpose_and_advanced_indices_keep_their_maps():
     x = rng.normal(size=(3, 4, 2))
     xa = ad.Array(x)
