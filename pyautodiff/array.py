@@ -496,17 +496,32 @@ def _nonfinite(out, op, numpy_equivalent, *args):
         numpy_equivalent(*args)
 
 
-def _operand(x, t):
-    """x as (entry index, shape) on tape t, recording constants as leaves."""
+def _node(x, t):
+    """x as (its node, shape) on tape t, recording constants as leaves."""
     if isinstance(x, Array):
         if x._t is not t:
             x = t.adopt(x)          # from an enclosing tape, or TapeError
-        return x._i, x._d.shape
+        return x, x._d.shape
     if isinstance(x, Value):
         x = t.adopt(x)
         t.flush()
-        return x._i, ()
-    return _constant(x)._i, np.shape(x)
+        return x, ()
+    return _constant(x), np.shape(x)
+
+
+def _operand(x, t):
+    """x as (entry index, shape) on tape t, recording constants as leaves."""
+    node, shape = _node(x, t)
+    return node._i, shape
+
+
+def _operands(x, y, t):
+    """(a, shape of x, b, shape of y): the entries of x and y on tape t.
+    Both are recorded (constants, imports) before either index is read:
+    recording one may compact the tape, which renumbers the other."""
+    nx, sx = _node(x, t)
+    ny, sy = _node(y, t)
+    return nx._i, sx, ny._i, sy
 
 
 def _constant(x):
@@ -527,8 +542,7 @@ def _binary(self, other, name):
                     lambda: _detached_binary(self, other, name), same_shape=True)
     if not isinstance(other, (Array, Value, np.ndarray, list, tuple)):
         return NotImplemented
-    a, sa = _operand(self, t)
-    b, sb = _operand(other, t)
+    a, sa, b, sb = _operands(self, other, t)
     if reflected:               # other <op> self, other not a number
         a, b, sa, sb = b, a, sb, sa
         vv_op = BINARY[REFLECTED_OF[name]][0]
@@ -935,8 +949,7 @@ def _binary_op(name, x, y):
     t = recording_tape()
     if t is NO_GRAD:
         return _detached(_NUMPY_OF[name](_plain(x), _plain(y)))
-    a, sa = _operand(x, t)
-    b, sb = _operand(y, t)
+    a, sa, b, sb = _operands(x, y, t)
     shape = sa if sa == sb else _broadcast_shape(name.lower(), sa, sb)
     return _new(t, OPS[name], a, b, 0.0, shape)
 
@@ -962,8 +975,7 @@ def _select(x, mask):
     t = recording_tape()
     if t is NO_GRAD:
         return _detached(np.where(_plain(mask), _plain(x), 0.0))
-    a, sa = _operand(x, t)
-    m, sm = _operand(mask, t)
+    a, sa, m, sm = _operands(x, mask, t)
     shape = _broadcast_shape("where", sa, sm)
     return _new(t, OPS["SELECT"], a, m, 0.0, shape)
 

@@ -99,7 +99,9 @@ def record_extern(rule, operands, value):
     arrays = _arrays()
     t = recording_tape()
     t.route_callbacks()
-    idx = [arrays._operand(x, t)[0] for x in operands] + [-1]
+    # every operand recorded before any index is read (see _operands)
+    nodes = [arrays._node(x, t)[0] for x in operands]
+    idx = [node._i for node in nodes] + [-1]
     if all(isinstance(x, Value) for x in operands) and np.ndim(value) == 0:
         t.flush()
         out = t.record(Value, OPS["EXTERN"], idx[0], idx[1], 0.0, float(value))
