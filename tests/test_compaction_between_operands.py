@@ -61,3 +61,19 @@ def test_a_relu_loop_runs_through_its_compactions():
             assert t.generation >= 1
             z.sum().backward()
             np.testing.assert_array_equal(x.grad, np.where(BASE * c > 0, c, 0.0))
+
+
+def test_a_product_with_an_imported_operand_differentiates_its_first_operand():
+    """y @ w, w from the enclosing tape: importing w may compact this tape;
+    the gradient still reaches y's entry (the product's values are
+    NumPy's either way)."""
+    w = ad.Array(np.arange(15.0).reshape(5, 3))
+    t, x, y = _tape_due_for_compaction()
+    try:
+        t.compact_elems = t.array_elems - 1   # the import compacts
+        z = y @ w
+        assert t.generation == 1
+        z.sum().backward()
+        np.testing.assert_allclose(x.grad, 2.0 * w.data.sum(axis=1), rtol=1e-15)
+    finally:
+        t.__exit__(None, None, None)
