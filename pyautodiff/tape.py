@@ -132,13 +132,10 @@ DETACHED = _Marker("detached")
 
 
 def _array_elements(node):
-    """The number of an Array's values, 0 for a Value; a small result's
-    are counted from its pool, without viewing its row."""
-    pool = getattr(node, "_p", None)
-    if pool:
-        return pool.size
-    d = node._d
-    return d.size if isinstance(d, np.ndarray) else 0
+    """The number of an Array's values; a small result's are counted from
+    its pool, without viewing its row."""
+    pool = node._p
+    return pool.size if pool else node._v.size
 
 
 class Tape:
@@ -270,8 +267,10 @@ class Tape:
             self.custom = sum(getattr(n, "_bw", None) is not None for n in nodes)
         self.compact_at = max(2 * len(nodes), len(nodes) + COMPACT_MIN)
         lent = {id(proxy) for proxy in self.imports.values()}  # not ours
-        self.array_elems = sum(_array_elements(node) for node in nodes
-                               if id(node) not in lent)
+        arrays = np.frombuffer(ffi.buffer(self._c.aux, 4 * len(nodes)), np.int32) >= 0
+        self.array_elems = sum(_array_elements(nodes[k])
+                               for k in arrays.nonzero()[0].tolist()
+                               if id(nodes[k]) not in lent)
         # soon enough that the arrays nothing holds go back to the block
         # cache (and the next step's arrays reuse them) before many pile up
         self.live_elems = self.array_elems
