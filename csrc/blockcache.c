@@ -5,7 +5,9 @@
  * it is touched, and a training step that records a new graph allocates the
  * same blocks every step: reusing them (and zeroing with memset) is several
  * times faster than calloc'ing them anew.  The cache is shared by all
- * tapes, so it is guarded by a mutex (sweeps run with the GIL released).
+ * tapes, so it is guarded by a mutex (sweeps run with the GIL released;
+ * some calls hold it, see csrc/build_ffi.py, so nothing holding the
+ * mutex may wait for the GIL or call Python).
  * The values of large Arrays come from it too (ad_buffer_alloc): a leaf
  * made or a result computed every step reuses the memory of the last. */
 #include <pthread.h>

@@ -64,12 +64,15 @@ extern "Python" int pyautodiff_extern_second(void *, int64_t);
 
 # cffi brackets every call it generates with Py_BEGIN_ALLOW_THREADS and
 # Py_END_ALLOW_THREADS.  Redefined after Python.h, as here, they keep the
-# GIL for the wrappers named in KEEP_GIL: calls whose work is bounded and
-# small, where releasing the GIL and taking it back (two atomic handovers,
-# a mutex and a condition variable) cost more than the call's own work --
-# NumPy, too, keeps the GIL for loops of few elements.  __func__ names
-# the wrapper; GCC folds the comparison away.  Every other call releases
-# the GIL, so long sweeps still let other threads run.
+# GIL for the wrappers named in KEEP_GIL: calls whose work is bounded by a
+# small size (but for the occasional growth of the tape's arrays, as any
+# append), where releasing the GIL and taking it back (two atomic
+# handovers, a mutex and a condition variable) cost more than the call's
+# own work -- NumPy, too, keeps the GIL for loops of few elements.  Such a
+# call must never call back into Python.  __func__ names the wrapper; GCC
+# folds the comparison away.  Every other call releases the GIL, so long
+# sweeps still let other threads run.  (tests/test_build.py checks the
+# generated code this rests on.)
 KEEP_GIL = ["ad_array_row"]
 KEEP_GIL_PREAMBLE = """
 #undef Py_BEGIN_ALLOW_THREADS

@@ -50,7 +50,7 @@ class Array:
     """A float64 array recorded on the current tape (NumPy-compatible)."""
 
     # _i: the entry on tape _t; _p: the pool (on _t) a small result's
-    # values came from, else None or False; _b, _j: that pool's block and
+    # values came from, else None; _b, _j: that pool's block and
     # the row holding them; _v: the values (an ndarray), not set for such a
     # result until they are first read (_d)
     __slots__ = ("_v", "_i", "_t", "_p", "_b", "_j")
@@ -290,8 +290,9 @@ class _Pool:
     are handed out in turn.  Each result keeps its pool (Array._p), so an
     operation on it finds the pool without making its shape's tuple and
     looking that up, and two results with the same pool have the same
-    shape.  Its blocks count towards compacting tape t (a block at a
-    time: the memory they hold)."""
+    shape.  Its blocks count towards compacting tape t as they are made
+    (a block at a time: the memory they take; a compaction counts again
+    the rows still alive)."""
 
     __slots__ = ("shape", "size", "block", "base", "next")
 
@@ -398,7 +399,10 @@ if t.array_elems > t.compact_elems:
 # shape from a, and its status says whether the result holds a NaN or an
 # infinity), any other small one ad_array_append with its shape and its
 # row's address, a big one ad_array_op or ad_array_append (_append).
-# `bad` is then nonzero for such a result.
+# `bad` is then nonzero for such a result.  The row counts as taken only
+# once its result is kept (an exception before, KeyboardInterrupt too,
+# leaves it to the next result), and the block's last row is followed by
+# a fresh block only then, when compacting the tape is safe.
 RESULT_STEPS = """\
 if pool:
     nodes = t.nodes

@@ -117,3 +117,35 @@ def test_replay_of_a_square_matches_pythons_pow_bit_for_bit():
         t.flush()
         _core.check(lib.ad_forward(t._c, 0, t.nflushed, 0), t._c)
         assert t._c.val[y._i] == (-0.37180729926431066) ** 2 == y.data
+
+
+def test_the_gil_is_kept_only_where_the_build_says(tmp_path):
+    """csrc/build_ffi.py keeps the GIL for the calls in KEEP_GIL by
+    redefining the two macros cffi brackets each call with.  That rests on
+    how cffi writes its wrappers: the redefinition must come after
+    Python.h and before the first wrapper, each kept call's wrapper must
+    be named _cffi_f_<name>, and no wrapper may hand the GIL back in
+    between (Py_BLOCK_THREADS would restore a thread state never saved)."""
+    import os
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    sys.path.insert(0, os.path.join(root, "csrc"))
+    try:
+        import build_ffi
+    finally:
+        sys.path.pop(0)
+    path = tmp_path / "emitted.c"
+    build_ffi.ffibuilder.emit_c_code(str(path))
+    code = path.read_text()
+    first_wrapper = code.index("static PyObject *\n_cffi_f_")
+    assert code.index("#include <Python.h>") < code.index("#define AD_KEEPS_GIL") \
+        < first_wrapper
+    assert build_ffi.KEEP_GIL
+    for name in build_ffi.KEEP_GIL:
+        wrapper = code.index(f"_cffi_f_{name}(PyObject *self")
+        body = code[wrapper:code.index("\n}\n", wrapper)]
+        assert "Py_BEGIN_ALLOW_THREADS" in body and "Py_END_ALLOW_THREADS" in body
+    for word in ("Py_BLOCK_THREADS", "Py_UNBLOCK_THREADS"):
+        assert word not in code[first_wrapper:]
+    # and every other call still releases it: as many brackets as wrappers
+    wrappers = code.count("static PyObject *\n_cffi_f_")
+    assert code[first_wrapper:].count("Py_BEGIN_ALLOW_THREADS") == wrappers
