@@ -7,6 +7,7 @@ the same rules as scalars (csrc/rules.h), broadcasting operands as NumPy
 does; the reverse sweep runs the same rules backwards.  A scalar Value in an
 array operation is a 0-d operand, so one graph can mix both.
 """
+import math
 import numbers
 
 import numpy as np
@@ -39,11 +40,16 @@ def _as_float_array(data):
 
 
 def _broadcast_shape(op, a, b):
-    try:
-        return np.broadcast_shapes(a, b)
-    except ValueError:
-        raise ValueError(f"{op}: operands could not be broadcast together with "
-                         f"shapes {a} and {b}") from None
+    """The shape NumPy broadcasts shapes a and b to (NumPy's own function
+    costs several microseconds, an operation on a small array's worth)."""
+    n = max(len(a), len(b))
+    out = []
+    for x, y in zip((1,) * (n - len(a)) + a, (1,) * (n - len(b)) + b):
+        if x != y and x != 1 and y != 1:
+            raise ValueError(f"{op}: operands could not be broadcast together "
+                             f"with shapes {a} and {b}")
+        out.append(y if x == 1 else x)
+    return tuple(out)
 
 
 class Array:
@@ -598,7 +604,7 @@ def _reduce(self, axis, keepdims, mean=False, op="SUM"):
     kept = tuple(1 if d in axes else n for d, n in enumerate(shape))
     if name in ("MAX", "MIN") and any(shape[d] == 0 for d in axes):
         raise ValueError(f"{name.lower()} of an empty axis has no identity")
-    count = float(np.prod([shape[d] for d in axes])) if mean else 1.0
+    count = float(math.prod([shape[d] for d in axes])) if mean else 1.0
     t = recording_tape()
     if t is NO_GRAD:
         return _detached(_REDUCERS[name](self._d, axis=axes, keepdims=keepdims))
@@ -606,8 +612,9 @@ def _reduce(self, axis, keepdims, mean=False, op="SUM"):
         # a whole reduction straight into a 0-d result (no reshape entry)
         return _new(t, OPS[op], _operand(self, t)[0], -1, count, ())
     out = _new(t, OPS[op], _operand(self, t)[0], -1, count, kept)
-    if not keepdims:
-        out = out.reshape(tuple(n for d, n in enumerate(shape) if d not in axes))
+    if not keepdims:              # the reduced dimensions dropped
+        out = _new(t, OPS["RESHAPE"], out._i, -1, 0.0,
+                   tuple(n for d, n in enumerate(shape) if d not in axes))
     return out
 
 
@@ -920,9 +927,14 @@ def stack(arrays, axis=0):
     return concatenate([expand_dims(a, axis) for a in arrays], axis=axis)
 
 
+_BYTE = bytes(1)
+
+
 def _shape_after(shape, fn):
-    """The shape fn gives an array of `shape`, computed without memory."""
-    return fn(np.broadcast_to(np.empty((), np.uint8), shape)).shape
+    """The shape fn gives an array of `shape`, computed without memory (a
+    view of one byte, all strides 0)."""
+    shape = tuple(shape)
+    return fn(np.ndarray(shape, np.uint8, _BYTE, 0, (0,) * len(shape))).shape
 
 
 def expand_dims(a, axis):
