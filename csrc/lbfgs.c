@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "internal.h"
 #include "lbfgs.h"
 
 #define C1 1e-4             /* sufficient decrease */
@@ -93,10 +94,10 @@ static double max_abs(const double *v, int64_t n)
 
 static int all_finite(const double *v, int64_t n)
 {
-    double z = 0.0;             /* inf * 0 and nan * 0 are nan */
-    for (int64_t i = 0; i < n; ++i)
-        z += v[i] * 0.0;
-    return z == 0.0;
+    /* (integer tests, which vectorise: a sum of v[i] * 0.0, NaN for a NaN
+     * or an infinity, is one chain of dependent additions, a tenth of a
+     * Rosenbrock gradient's evaluation at n = 10,000) */
+    return ad_count_nonfinite(v, n) == 0;
 }
 
 ad_lbfgs *ad_lbfgs_new(int64_t n, int64_t m, int64_t max_bytes)
@@ -243,8 +244,11 @@ static void read_gradient(ad_lbfgs *o, double *g)
         }
         int64_t size = t->blk[t->aux[e]].size;
         const double *p = ad_array_grad(t, e);
-        for (int64_t i = 0; i < size; ++i)
-            g[off + i] = p ? p[i] : 0.0;
+        if (size > 0 && p)
+            memcpy(g + off, p, (size_t)size * sizeof *g);
+        else
+            for (int64_t i = 0; i < size; ++i)
+                g[off + i] = 0.0;
         off += size;
     }
 }
