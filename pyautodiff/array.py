@@ -175,8 +175,8 @@ class Array:
                        self._d, owned=False)
 
     def _constant_on(self, tape):
-        """A constant leaf on tape with a copy of this Array's values (one
-        computed under no_grad, which no tape records)."""
+        """A constant leaf on tape with a copy of this Array's values as
+        they are now (one computed under no_grad, which no tape records)."""
         return _append(tape, object.__new__(Array), OPS["LEAF"], -1, -1, 0.0,
                        _as_float_array(self._d), False)
 

@@ -605,11 +605,12 @@ class Tape:
         if owner is self:
             return v
         if owner.__class__ is _Marker:
-            # computed under no_grad: a constant here, recorded once
-            proxy = self.imports.get(v)
-            if proxy is None:
-                proxy = self.imports[v] = v._constant_on(self)
-            return proxy
+            # computed under no_grad: a constant leaf with its values as
+            # they are now, at each use, as an ndarray operand gets.  Not
+            # kept in imports: no gradient goes back to it, its values may
+            # be assigned between uses, and the thread's own tape would
+            # keep every step's such result for good.
+            return v._constant_on(self)
         if owner.closed or owner.tid != get_ident():
             owner._check_open()         # raises (a call only then: this
                                         # runs for every operand imported)

@@ -331,6 +331,12 @@ class Value:
         return tape.record(type(self), OPS["LEAF"], -1, -1, self._d, self._d,
                            self._int_flags(self._d, None) | _core.FLAG_VARIABLE)
 
+    def _constant_on(self, tape):
+        """A constant leaf on tape with this Value's data (one computed
+        under no_grad, which no tape records)."""
+        return tape.record(type(self), OPS["LEAF"], -1, -1, self._d, self._d,
+                           self._int_flags(self._d, None))
+
     # -- the graph, as micrograd exposes it ------------------------------------
 
     def _entry(self):
