@@ -239,6 +239,86 @@ def test_arrays_computed_under_no_grad_are_constants_later():
         B.backward()                 # still nothing to differentiate
 
 
+def test_an_array_computed_under_no_grad_is_read_at_each_use():
+    """A constant made from an Array computed under no_grad holds its
+    values as they are when an operation uses it, as an ndarray operand
+    does: assigning its data between two uses changes the second result
+    and its gradient."""
+    x0 = np.array([1.0, 2.0, 3.0])
+    A = ad.Array(x0)
+    with ad.no_grad():
+        B = ad.Array(np.zeros(3)) + 1.0
+    first = (A * B).sum()
+    B.data = [5.0, -1.0, 0.5]
+    second = (A * B).sum()
+    assert first.data == x0.sum()
+    assert second.data == 5.0 * 1.0 - 1.0 * 2.0 + 0.5 * 3.0
+    second.backward()
+    np.testing.assert_array_equal(A.grad, [5.0, -1.0, 0.5])
+
+
+def test_values_computed_under_no_grad_are_constants_in_array_operations():
+    """A scalar Value computed under no_grad is a constant operand of an
+    Array operation on either side, of a custom op and of a comparison
+    inside ad.record; the gradients go to the recorded operands only."""
+    x0 = np.array([0.5, -1.5, 2.0])
+    A = ad.Array(x0)
+    w = ad.Value(0.25)
+    with ad.no_grad():
+        c = ad.Value(2.0) * 1.5                  # 3.0, no tape
+    out = (A * c).sum() + (c - A).sum() + (ad.tanh(c * A) * w).sum()
+    out.backward()
+    np.testing.assert_allclose(
+        out.data, 3.0 * x0.sum() + (3.0 - x0).sum()
+        + 0.25 * np.tanh(3.0 * x0).sum(), rtol=1e-15)
+    np.testing.assert_allclose(
+        A.grad, 3.0 - 1.0 + 0.25 * 3.0 * (1.0 - np.tanh(3.0 * x0) ** 2), rtol=1e-14)
+    assert w.grad == pytest.approx(np.tanh(3.0 * x0).sum(), rel=1e-14)
+    assert c.grad == 0.0
+    square = ad.custom_op(lambda a, b: a * b * b, lambda g, o, a, b: (g * b * b, 2 * g * a * b))
+    y = square(c, w)                             # d/dw = 2 * c * w
+    y.backward()
+    assert y.data == 3.0 * 0.0625 and w.grad == pytest.approx(
+        np.tanh(3.0 * x0).sum() + 2 * 3.0 * 0.25, rel=1e-14)
+
+    def f(x):
+        return x * 2.0 if x > c else x * 3.0
+    F = ad.record(f, 4.0)
+    assert F(5.0) == 10.0 and F.grad(5.0) == 2.0
+    with pytest.raises(ad.BranchError):
+        F(1.0)
+
+
+def test_arrays_computed_under_no_grad_do_not_pile_up_on_the_tape():
+    """A loop that computes a target under no_grad each step and uses it in
+    the step's loss (on the thread's own tape) leaves nothing of the old
+    steps behind: after a compaction only the parameter is left."""
+    import threading
+    box = {}
+
+    def loop():
+        W = ad.Array(np.array([1.0, -2.0, 4.0]))
+        t = ad.current_tape()
+        for step in range(200):
+            with ad.no_grad():
+                target = W * 0.5
+            loss = ((W - target) ** 2).sum()
+            W.grad = 0
+            loss.backward()
+            box.setdefault("grads", []).append((W.data.copy(), W.grad))
+            W.data -= 0.01 * W.grad
+        del target, loss
+        t.compact()
+        box["entries"] = len(t)
+
+    th = threading.Thread(target=loop)
+    th.start()
+    th.join()
+    for w, g in box["grads"]:
+        np.testing.assert_allclose(g, 2.0 * (w - 0.5 * w), rtol=1e-15)
+    assert box["entries"] == 1
+
+
 def test_array_ops_are_every_op_of_the_enum_but_leaf():
     # the elementwise ops and SUM/RESHAPE all run on arrays
     used = set()
