@@ -1,5 +1,9 @@
 """ad.Array: values against NumPy, gradients against central differences,
 broadcasting, reductions, mixed Value/Array graphs and error paths."""
+import contextlib
+import itertools
+import warnings
+
 import numpy as np
 import pytest
 
@@ -163,6 +167,47 @@ def test_zero_d_and_empty_arrays():
     total = (e * 2.0).sum() + ad.Array(1.0)
     total.backward()
     assert e.grad.shape == (0, 3) and float(total.data) == 1.0
+
+
+@pytest.mark.parametrize("shape", [(), (0,), (2, 0), (0, 3), (2, 1, 3), (4, 0, 2)])
+def test_reductions_of_empty_and_0d_arrays_match_numpy(shape):
+    """Values and shapes as NumPy's for every axis and keepdims, recorded
+    and under no_grad: a mean over nothing is NaN, a max or min over an
+    empty axis a ValueError, a bad axis NumPy's AxisError."""
+    x = rng.normal(size=shape)
+    axes = [None, (), 0, -1, 1, -2, (0, 1), (0, -1), 3]
+    for name, axis, keepdims in itertools.product(("sum", "mean", "max", "min"),
+                                                  axes, (False, True)):
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                want = getattr(np, name)(x, axis=axis, keepdims=keepdims)
+            except ValueError as exc:    # AxisError too
+                for mode in (contextlib.nullcontext, ad.no_grad):
+                    with mode(), pytest.raises(type(exc)):
+                        getattr(ad.Array(x), name)(axis=axis, keepdims=keepdims)
+                continue
+            for mode in (contextlib.nullcontext, ad.no_grad):
+                with mode():
+                    got = getattr(ad.Array(x), name)(axis=axis, keepdims=keepdims)
+                assert got.shape == np.shape(want), (name, axis, keepdims)
+                np.testing.assert_array_equal(got.data, want)
+
+
+def test_broadcast_shapes_with_empty_dimensions_match_numpy():
+    dims = [(), (0,), (1,), (3,), (1, 0), (2, 1), (2, 3), (0, 1, 3), (1, 1, 1)]
+    for sa, sb in itertools.product(dims, dims):
+        a, b = ad.Array(np.ones(sa)), np.full(sb, 2.0)
+        try:
+            want = np.broadcast_shapes(sa, sb)
+        except ValueError:
+            with pytest.raises(ValueError) as info:
+                a * b
+            assert str(sa) in str(info.value) and str(sb) in str(info.value)
+            continue
+        out = a * b
+        assert out.shape == want
+        np.testing.assert_array_equal(out.data, np.ones(sa) * np.full(sb, 2.0))
 
 
 def test_grads_accumulate_and_reset():
