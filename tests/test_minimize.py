@@ -414,6 +414,7 @@ def test_integer_x0_is_taken_as_floats():
     (lambda x: np.sum(np.exp(x)), np.array([1000.0]), "f(x0) is inf"),
     (lambda x: np.sum(x ** 2), np.array([np.nan, 1.0]), "f(x0) is nan"),
     (lambda x: np.sum(ad.sqrt(x)), np.array([0.0, 1.0]), "gradient of f at x0"),
+    (lambda x: -np.sum(ad.sqrt(x)), np.array([1.0, 0.0]), "gradient of f at x0"),
     # sqrt'(0) = inf times d(x*x)/dx = 0: a nan in the gradient, f finite
     (lambda x: np.sum(ad.sqrt(x * x)), np.array([0.0, 1.0]),
      "gradient of f at x0"),
@@ -424,6 +425,14 @@ def test_lbfgs_nonfinite_at_the_start_fails_clearly(f, x0, says):
     assert not res.success and res.status == 3 and res.nit == 0
     assert says in res.message
     assert res.x == pytest.approx(x0, nan_ok=True)
+
+
+def test_lbfgs_takes_subnormal_gradients_as_finite():
+    # a gradient of 1e-310 (subnormal) is finite and below gtol: converged
+    res = ad.minimize(lambda x: 1e-310 * np.sum(x), np.array([0.0, 1.0]),
+                      method="lbfgs")
+    assert res.success and res.nit == 0 and "gtol" in res.message
+    np.testing.assert_array_equal(res.jac, [1e-310, 1e-310])
 
 
 def test_lbfgs_steps_back_from_nan_on_the_way():
