@@ -406,9 +406,11 @@ if t.array_elems > t.compact_elems:
 # infinity), any other small one ad_array_append with its shape and its
 # row's address, a big one ad_array_op or ad_array_append (_append).
 # `bad` is then nonzero for such a result.  The row counts as taken only
-# once its result is kept (an exception before, KeyboardInterrupt too,
-# leaves it to the next result), and the block's last row is followed by
-# a fresh block only then, when compacting the tape is safe.
+# once its result is kept (an error from C leaves it to the next result),
+# and the block's last row is followed by a fresh block only then, when
+# compacting the tape is safe.  (A KeyboardInterrupt after the C call but
+# before the result is kept leaves C's tape an entry ahead of `nodes`:
+# the scalar path records in Python first, this one does not yet.)
 RESULT_STEPS = """\
 if pool:
     nodes = t.nodes
