@@ -349,46 +349,54 @@ def _append(t, obj, op, a, b, imm, arr, variable=True, same_shape=False,
     if len(t.nodes) != t.nflushed:
         t.flush()                     # entries below must be in C first
     val = _from_buffer(_DOUBLES, arr) if arr.size else _values_pointer(t, arr)
-    if same_shape:
-        status = _array_op(t._c, op, a, b, imm, val)
-    else:
-        shape = ffi.new("int64_t[]", arr.shape or (0,))
-        if strided is not None:
-            offset, strides = strided
-            status = lib.ad_array_append_strided(
-                t._c, a, val, arr.ndim, shape, offset,
-                ffi.new("int64_t[]", strides or (0,)))
-        elif index_map is not None:
-            cmap = _from_buffer("int64_t[]", index_map) if index_map.size else _NULL
-            status = lib.ad_array_append_map(t._c, op, a, val, arr.ndim, shape,
-                                             cmap, index_map.size)
-        elif op == _LEAF:
-            status = lib.ad_array_leaf(t._c, val, arr.ndim, shape, variable)
-        else:
-            status = _array_append(t._c, op, a, b, imm, val, arr.ndim, shape)
-    if status > 0:                    # (ad_array_op: -1 for a NaN or inf)
-        _core.check(status, t._c)
-    if op != _LEAF:
-        arr.setflags(write=False)     # the tape's record of a result
     nodes = t.nodes
-    return _adopt_entry(t, obj, arr, arr.size if owned else 0, nodes, len(nodes))
+    i = len(nodes)
+    try:                              # (see RESULT_STEPS)
+        if same_shape:
+            status = _array_op(t._c, op, a, b, imm, val)
+        else:
+            shape = ffi.new("int64_t[]", arr.shape or (0,))
+            if strided is not None:
+                offset, strides = strided
+                status = lib.ad_array_append_strided(
+                    t._c, a, val, arr.ndim, shape, offset,
+                    ffi.new("int64_t[]", strides or (0,)))
+            elif index_map is not None:
+                cmap = _from_buffer("int64_t[]", index_map) if index_map.size else _NULL
+                status = lib.ad_array_append_map(t._c, op, a, val, arr.ndim, shape,
+                                                 cmap, index_map.size)
+            elif op == _LEAF:
+                status = lib.ad_array_leaf(t._c, val, arr.ndim, shape, variable)
+            else:
+                status = _array_append(t._c, op, a, b, imm, val, arr.ndim, shape)
+        if status > 0:                # (ad_array_op: -1 for a NaN or inf)
+            _core.check(status, t._c)
+        if op != _LEAF:
+            arr.setflags(write=False)     # the tape's record of a result
+        _keep_entry(t, obj, arr, nodes, i)
+    except BaseException:
+        t.drop_unkept(i)
+        raise
+    return _settle_entry(t, obj, arr.size if owned else 0, i)
 
 
 # The steps that make `out` the Array of the entry just appended, entry
 # i = len(nodes) of t (nodes is t.nodes), whose values are set already: a
-# row of `pool`, or not (pool None).
-ADOPT_STEPS = """\
+# row of `pool`, or not (pool None).  (nflushed: the entry is in C.)
+KEEP_STEPS = """\
 out._t = t
 out._p = pool
 out._i = i
 nodes.append(out)
 t.nflushed = i + 1
+"""
+# Then, the entry kept: room in the record buffer, as scalars have.
+SPILL_STEPS = """\
 if i >= t.limit:
     t.spill()
 """
-# (nflushed: the entry is in C already; spill: room in the record buffer,
-# as scalars have.)  Values not from a pool count towards compacting the
-# tape (big arrays fill memory before entries do):
+# Values not from a pool count towards compacting the tape (big arrays
+# fill memory before entries do):
 COUNT_STEPS = """\
 t.array_elems += size
 if t.array_elems > t.compact_elems:
@@ -408,9 +416,10 @@ if t.array_elems > t.compact_elems:
 # `bad` is then nonzero for such a result.  The row counts as taken only
 # once its result is kept (an error from C leaves it to the next result),
 # and the block's last row is followed by a fresh block only then, when
-# compacting the tape is safe.  (A KeyboardInterrupt after the C call but
-# before the result is kept leaves C's tape an entry ahead of `nodes`:
-# the scalar path records in Python first, this one does not yet.)
+# compacting the tape is safe.  An exception between the C call and the
+# entry's keeping (an error from C, a KeyboardInterrupt landing between
+# two steps) drops what C appended (Tape.drop_unkept), so that the C tape
+# and `nodes` still agree; the try costs nothing when nothing is raised.
 RESULT_STEPS = """\
 if pool:
     nodes = t.nodes
@@ -418,14 +427,19 @@ if pool:
     if i != t.nflushed:
         t.flush()
     j = pool.next
-    status = {append}
-    if status > 0:
-        _core.check(status, t._c)
-    bad = {bad}
-    out = _object_new(Array)
-    out._b = pool.block
-    out._j = j
-""" + _indent(ADOPT_STEPS, 4) + """\
+    try:
+        status = {append}
+        if status > 0:
+            _core.check(status, t._c)
+        bad = {bad}
+        out = _object_new(Array)
+        out._b = pool.block
+        out._j = j
+""" + _indent(KEEP_STEPS, 8) + """\
+    except BaseException:
+        t.drop_unkept(i)
+        raise
+""" + _indent(SPILL_STEPS, 4) + """\
     if j == _POOL_ROWS - 1:
         pool.refill(t)
     else:
@@ -468,11 +482,15 @@ def _compile(src, name):
     return scope[name]
 
 
-_adopt_entry = _compile(
-    "def _adopt_entry(t, out, arr, size, nodes, i, pool=None):\n"
+_keep_entry = _compile(
+    "def _keep_entry(t, out, arr, nodes, i, pool=None):\n"
     '    """out becomes the Array of the entry just appended, with values arr."""\n'
-    + _indent("out._v = arr\n" + ADOPT_STEPS + COUNT_STEPS, 4) + "    return out\n",
-    "_adopt_entry")
+    + _indent("out._v = arr\n" + KEEP_STEPS, 4), "_keep_entry")
+
+_settle_entry = _compile(
+    "def _settle_entry(t, out, size, i):\n"
+    '    """After _keep_entry: size values counted, room in the record buffer."""\n'
+    + _indent(COUNT_STEPS + SPILL_STEPS, 4) + "    return out\n", "_settle_entry")
 
 _result = _compile(
     "def _result(t, op, a, b, imm, shape, same_shape=False):\n"

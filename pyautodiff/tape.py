@@ -237,6 +237,22 @@ class Tape:
             ffi.release(recs)
         self.nflushed += count
 
+    def drop_unkept(self, n):
+        """An operation on arrays stopped (an error from C, a
+        KeyboardInterrupt between two steps) after C may have appended its
+        entry and before Python kept it as node n: drop whatever either
+        side holds from n on, so that they agree again.  (The operation
+        flushed before its C call, so the entries below n are in C.)"""
+        del self.nodes[n:]
+        self.nflushed = n
+        c = self._c
+        if c is not None and c.n > n:
+            keep = np.zeros(c.n, np.uint8)
+            keep[:n] = 1              # entries below n stay where they are
+            _core.check(lib.ad_tape_compact(
+                c, c.n, ffi.from_buffer("uint8_t[]", keep),
+                ffi.from_buffer("int64_t[]", np.empty(c.n, np.int64))), c)
+
     def compact(self):
         """Drop the entries nothing refers to any more; renumber the rest."""
         self.flush()

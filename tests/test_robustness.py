@@ -9,7 +9,10 @@ import threading
 
 import pytest
 
+import numpy as np
+
 import pyautodiff as ad
+from pyautodiff import array as array_module
 from pyautodiff.micrograd.engine import Value as MValue
 
 
@@ -48,6 +51,66 @@ def test_an_interrupted_operation_leaves_the_tape_consistent(line):
         assert t.nflushed == len(t.nodes) == t._c.n
         t.compact()
         assert (a.grad, b.grad) == (3.0, 3.0)
+
+
+def _interrupt_in(code, line, fn):
+    """Run fn() with a KeyboardInterrupt raised when `code` reaches `line`
+    (counted from its first line), as Ctrl-C between bytecodes would."""
+    def tracer(frame, event, arg):
+        if frame.f_code is not code:
+            return None
+
+        def local(frame, event, arg):
+            if event == "line" and frame.f_lineno - code.co_firstlineno == line:
+                raise KeyboardInterrupt
+            return local
+        return local
+
+    sys.settrace(tracer)
+    try:
+        fn()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        sys.settrace(None)
+
+
+def _lines(fn):
+    code = fn.__code__
+    return sorted({ln - code.co_firstlineno for _, _, ln in code.co_lines() if ln})
+
+
+# x * y on 3 elements runs the generated operator's inline steps (a pooled
+# row); on 100 elements _append and _keep_entry
+_ARRAY_STEPS = ([(3, ad.Array.__mul__, n) for n in _lines(ad.Array.__mul__)]
+                + [(100, fn, n) for fn in (array_module._append, array_module._keep_entry)
+                   for n in _lines(fn)])
+
+
+@pytest.mark.parametrize("size, fn, line", _ARRAY_STEPS,
+                         ids=[f"{s}-{f.__name__}-{n}" for s, f, n in _ARRAY_STEPS])
+def test_an_interrupted_array_operation_leaves_the_tape_consistent(size, fn, line):
+    """Wherever a KeyboardInterrupt lands in recording x * y, the C tape
+    and the Python nodes still agree afterwards, and later operations
+    record and differentiate correctly."""
+    x0 = np.linspace(0.1, 0.9, size)
+    y0 = np.linspace(1.5, 0.5, size)
+    with ad.Tape() as t:
+        x, y = ad.Array(x0), ad.Array(y0)
+        a = x * y
+        _interrupt_in(fn.__code__, line, lambda: x * y)
+        t.flush()
+        assert t.nflushed == len(t.nodes) == t._c.n
+        s = (ad.tanh(x * y) + a).sum()
+        s.backward()
+        xy = x0 * y0
+        np.testing.assert_allclose(s.data, np.sum(np.tanh(xy) + xy), rtol=1e-14)
+        np.testing.assert_allclose(x.grad, (1.0 - np.tanh(xy) ** 2) * y0 + y0, rtol=1e-14)
+        np.testing.assert_allclose(y.grad, (1.0 - np.tanh(xy) ** 2) * x0 + x0, rtol=1e-14)
+        t.flush()
+        assert t.nflushed == len(t.nodes) == t._c.n
+        t.compact()
+        np.testing.assert_allclose((a * 2.0).sum().data, 2.0 * np.sum(xy), rtol=1e-14)
 
 
 def test_assigning_data_of_a_fused_op_keeps_its_constant():
