@@ -413,13 +413,13 @@ if t.array_elems > t.compact_elems:
 # shape from a, and its status says whether the result holds a NaN or an
 # infinity), any other small one ad_array_append with its shape and its
 # row's address, a big one ad_array_op or ad_array_append (_append).
-# `bad` is then nonzero for such a result.  The row counts as taken only
-# once its result is kept (an error from C leaves it to the next result),
-# and the block's last row is followed by a fresh block only then, when
-# compacting the tape is safe.  An exception between the C call and the
-# entry's keeping (an error from C, a KeyboardInterrupt landing between
-# two steps) drops what C appended (Tape.drop_unkept), so that the C tape
-# and `nodes` still agree; the try costs nothing when nothing is raised.
+# `bad` is then nonzero for such a result.  An exception between the C
+# call and the entry's keeping (an error from C, a KeyboardInterrupt
+# landing between two steps) drops what C appended (Tape.drop_unkept), so
+# that the C tape and `nodes` still agree (the try costs next to nothing
+# when nothing is raised).  The row counts as taken only once its result
+# is kept, and the block's last row is followed by a fresh block only
+# then, when compacting the tape is safe.
 RESULT_STEPS = """\
 if pool:
     nodes = t.nodes
