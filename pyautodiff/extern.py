@@ -102,17 +102,28 @@ def record_extern(rule, operands, value):
     # every operand recorded before any index is read (see _operands)
     nodes = [arrays._node(x, t)[0] for x in operands]
     idx = [node._i for node in nodes] + [-1]
-    if all(isinstance(x, Value) for x in operands) and np.ndim(value) == 0:
-        t.flush()
-        out = t.record(Value, OPS["EXTERN"], idx[0], idx[1], 0.0, float(value))
-        t.flush()
-    else:
+    scalar = all(isinstance(x, Value) for x in operands) and np.ndim(value) == 0
+    if not scalar:
         # a pure rule's value is a new array of its own: no copy
-        arr = np.array(value, dtype=np.float64, order="C",
-                       copy=None if rule.pure else True)
-        out = arrays._append(t, object.__new__(arrays.Array), OPS["EXTERN"],
-                             idx[0], idx[1], 0.0, arr)
-    t.externs[out._i] = rule
+        value = np.array(value, dtype=np.float64, order="C",
+                         copy=None if rule.pure else True)
+    t.flush()
+    i = len(t.nodes)
+    # The rule goes in first, under the number the entry is about to take
+    # (a compaction renumbers it with the entry), so that an interrupt
+    # cannot leave an EXTERN entry without its rule.
+    t.externs[i] = rule
+    try:
+        if scalar:
+            out = t.record(Value, OPS["EXTERN"], idx[0], idx[1], 0.0, float(value))
+            t.flush()
+        else:
+            out = arrays._append(t, object.__new__(arrays.Array), OPS["EXTERN"],
+                                 idx[0], idx[1], 0.0, value)
+    except BaseException:
+        if len(t.nodes) <= i:           # the entry was not kept
+            t.externs.pop(i, None)
+        raise
     return out
 
 

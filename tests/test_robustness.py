@@ -12,7 +12,9 @@ import pytest
 import numpy as np
 
 import pyautodiff as ad
+from pyautodiff import _core
 from pyautodiff import array as array_module
+from pyautodiff import extern as extern_module
 from pyautodiff.micrograd.engine import Value as MValue
 
 
@@ -111,6 +113,31 @@ def test_an_interrupted_array_operation_leaves_the_tape_consistent(size, fn, lin
         assert t.nflushed == len(t.nodes) == t._c.n
         t.compact()
         np.testing.assert_allclose((a * 2.0).sum().data, 2.0 * np.sum(xy), rtol=1e-14)
+
+
+_cube = ad.custom_op(lambda x: x ** 3, lambda g, out, x: (3.0 * x ** 2 * g,))
+_EXTERN_STEPS = [(size, n) for size in (0, 4) for n in _lines(extern_module.record_extern)]
+
+
+@pytest.mark.parametrize("size, line", _EXTERN_STEPS,
+                         ids=[f"{s}-{n}" for s, n in _EXTERN_STEPS])
+def test_an_interrupted_custom_op_leaves_no_entry_without_its_rule(size, line):
+    """Wherever a KeyboardInterrupt lands in recording a custom op (on a
+    Value, size 0, or an Array), every EXTERN entry on the tape still has
+    its rule, and the op records and differentiates correctly after."""
+    x0 = np.linspace(0.5, 1.5, size) if size else 0.75
+    make = ad.Array if size else ad.Value
+    with ad.Tape() as t:
+        x = make(x0)
+        _interrupt_in(extern_module.record_extern.__code__, line, lambda: _cube(x))
+        y = _cube(x) * 2.0
+        (y.sum() if size else y).backward()
+        np.testing.assert_allclose(y.data, 2.0 * np.power(x0, 3), rtol=1e-15)
+        np.testing.assert_allclose(x.grad, 6.0 * np.power(x0, 2), rtol=1e-15)
+        t.flush()
+        assert t.nflushed == len(t.nodes) == t._c.n
+        extern = _core.OPS["EXTERN"]
+        assert all(k in t.externs for k in range(t._c.n) if t._c.op[k] == extern)
 
 
 def test_assigning_data_of_a_fused_op_keeps_its_constant():
