@@ -326,16 +326,18 @@ class Value:
     def label(self, value):
         self._lb = value
 
+    def _leaf_on(self, tape, flags):
+        return tape.record(type(self), OPS["LEAF"], -1, -1, self._d, self._d,
+                           self._int_flags(self._d, None) | flags)
+
     def _import_to(self, tape):
         """A leaf on tape standing for this Value (from an enclosing tape)."""
-        return tape.record(type(self), OPS["LEAF"], -1, -1, self._d, self._d,
-                           self._int_flags(self._d, None) | _core.FLAG_VARIABLE)
+        return self._leaf_on(tape, _core.FLAG_VARIABLE)
 
     def _constant_on(self, tape):
         """A constant leaf on tape with this Value's data (one computed
         under no_grad, which no tape records)."""
-        return tape.record(type(self), OPS["LEAF"], -1, -1, self._d, self._d,
-                           self._int_flags(self._d, None))
+        return self._leaf_on(tape, 0)
 
     # -- the graph, as micrograd exposes it ------------------------------------
 
