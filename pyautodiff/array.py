@@ -305,22 +305,23 @@ class _Pool:
     def __init__(self, t, shape, size):
         self.shape = shape
         self.size = size          # elements of a row
-        self._new_block(t)
+        self._new_block()
+        # (counted, not compacted: the pool is made before the operation
+        # that asks for it has read its operands' entries)
+        t.array_elems += self.block.size
 
-    def _new_block(self, t):
+    def _new_block(self):
         block = np.empty((_POOL_ROWS,) + self.shape)
         block.setflags(write=False)       # C writes through the address only
         self.block = block
         self.base = _from_buffer(_DOUBLES, block)
         self.next = 0
-        t.array_elems += block.size
 
     def refill(self, t):
         """A fresh block, once the last row of this one has been recorded
         (then compacting t, which renumbers entries, is safe)."""
-        self._new_block(t)
-        if t.array_elems > t.compact_elems:
-            t.compact()
+        self._new_block()
+        t.count_elements(self.block.size)
 
 
 def _pool_of(t, shape):
@@ -394,13 +395,6 @@ t.nflushed = i + 1
 SPILL_STEPS = """\
 if i >= t.limit:
     t.spill()
-"""
-# Values not from a pool count towards compacting the tape (big arrays
-# fill memory before entries do):
-COUNT_STEPS = """\
-t.array_elems += size
-if t.array_elems > t.compact_elems:
-    t.compact()
 """
 
 # The steps that record `out`, the result of entry (op, a, b, imm) of
@@ -490,7 +484,8 @@ _keep_entry = _compile(
 _settle_entry = _compile(
     "def _settle_entry(t, out, size, i):\n"
     '    """After _keep_entry: size values counted, room in the record buffer."""\n'
-    + _indent(COUNT_STEPS + SPILL_STEPS, 4) + "    return out\n", "_settle_entry")
+    + _indent("t.count_elements(size)\n" + SPILL_STEPS, 4) + "    return out\n",
+    "_settle_entry")
 
 _result = _compile(
     "def _result(t, op, a, b, imm, shape, same_shape=False):\n"

@@ -237,6 +237,15 @@ class Tape:
             ffi.release(recs)
         self.nflushed += count
 
+    def count_elements(self, n):
+        """n more array values on the tape (a result's, a pool's block):
+        big arrays fill memory before entries do, so past a mark the tape
+        is compacted.  Only where compacting, which renumbers entries, is
+        safe: after the entry just recorded is kept."""
+        self.array_elems += n
+        if self.array_elems > self.compact_elems:
+            self.compact()
+
     def drop_unkept(self, n):
         """An operation on arrays stopped (an error from C, a
         KeyboardInterrupt between two steps) after C may have appended its
