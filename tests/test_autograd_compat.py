@@ -357,3 +357,151 @@ def test_np_where_on_a_traced_float():
     def program(lib, np):
         return lib.grad(lambda a: np.where(a > 0, a ** 2, -a))(1.5)
     assert_same(*under_both(program))
+
+
+# -- plain calls are NumPy's calls ----------------------------------------------
+
+import types                                      # noqa: E402
+import warnings                                   # noqa: E402
+
+import pyautodiff as ad                           # noqa: E402
+
+V = onp.array([0.25, 1.5, 2.0])
+M = onp.array([[2.0, 0.5, 0.1], [0.5, 3.0, 0.2], [0.1, 0.2, 1.5]])
+I = onp.array([3, 1, 2])
+# Sample calls, tried in this order; a function is called with the first
+# that NumPy itself accepts.  Fresh copies for every call, as some
+# functions write into their arguments.
+SAMPLES = [(V,), (M,), (V, V), (M, M), (M, V), ([V, V],), ((V, V, V),),
+           (I,), (I, I), (3,), (V, 1), (M, 1), (V, 0.5, 1.5), (I, 2),
+           ((2, 3),), ((2, 3), 1.5), (0.5,), (2.0, 3.0), ([0.5, 1.5],),
+           (M, (9,)), (M, 0, 1), ("ij->j", M), (V, V, V), (M, "float32"),
+           (0.5, 1.0, 2.0), ()]
+# names whose calls have effects (files, printing, global state, running
+# tests) or that call back into Python
+NOT_CALLED = {"set_bit_generator", "set_state", "seed", "save", "savez", "savez_compressed", "load", "loadtxt",
+              "savetxt", "genfromtxt", "fromfile", "fromregex", "memmap",
+              "info", "show_config", "show_runtime", "test", "printoptions",
+              "set_printoptions", "seterr", "seterrcall", "setbufsize",
+              "set_string_function", "errstate", "pad", "vectorize",
+              "frompyfunc", "piecewise", "apply_along_axis",
+              "apply_over_axes", "fromfunction", "nditer", "nested_iters"}
+# submodules of NumPy the drop-in re-exports (their functions walked too)
+SUBMODULES = ("linalg", "fft", "random")
+# results that are not values to compare (uninitialized memory, state)
+NO_VALUE = {"empty", "empty_like", "get_state", "default_rng", "RandomState",
+            "Generator", "SeedSequence", "bit_generator"}
+
+
+def _copied(args):
+    return [a.copy() if isinstance(a, onp.ndarray) else
+            type(a)(x.copy() if isinstance(x, onp.ndarray) else x for x in a)
+            if isinstance(a, (list, tuple)) else a for a in args]
+
+
+def _numpy_call(fun, name, module):
+    """(args, NumPy's result) for the first sample NumPy accepts, or None."""
+    for args in SAMPLES:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                if module == "random":
+                    onp.random.seed(0)
+                return args, fun(*_copied(args))
+        except Exception:
+            continue
+    return None
+
+
+def assert_numpy_result(ours, theirs, where, values=True):
+    assert type(ours) is type(theirs), f"{where}: {type(ours)} vs {type(theirs)}"
+    if isinstance(theirs, (list, tuple)):
+        assert len(ours) == len(theirs), where
+        for k, (a, b) in enumerate(zip(ours, theirs)):
+            assert_numpy_result(a, b, f"{where}[{k}]", values)
+    elif isinstance(theirs, (onp.ndarray, onp.generic)):
+        assert ours.dtype == theirs.dtype, f"{where}: {ours.dtype} vs {theirs.dtype}"
+        assert onp.shape(ours) == onp.shape(theirs), where
+        if values and theirs.dtype != object:
+            onp.testing.assert_array_equal(ours, theirs, err_msg=where)
+    elif values and isinstance(theirs, (bool, int, float, complex, str)):
+        assert ours == theirs or (ours != ours and theirs != theirs), where
+
+
+def public_functions():
+    """(where, ours, NumPy's, module) for every public callable of
+    pyautodiff.autograd.numpy and of its NumPy submodules."""
+    spaces = [(pnp, onp, "numpy")] + [
+        (getattr(pnp, m), getattr(onp, m), m) for m in SUBMODULES]
+    for ours_mod, numpy_mod, label in spaces:
+        for name in sorted(n for n in dir(ours_mod) if not n.startswith("_")):
+            ours = getattr(ours_mod, name)
+            if isinstance(ours, types.ModuleType) or not callable(ours):
+                continue
+            yield f"{label}.{name}", ours, getattr(numpy_mod, name, None), label
+
+
+def test_dropin_numpy_names_are_numpys():
+    """Every public name is NumPy's own (the walk below calls them), and
+    nothing but NumPy's names is public."""
+    extra = [n for n in dir(pnp) if not n.startswith("_") and not hasattr(onp, n)]
+    assert extra == []
+    for m in SUBMODULES:
+        assert getattr(pnp, m) is getattr(onp, m)
+
+
+@pytest.mark.parametrize("where,ours,theirs,module",
+                         list(public_functions()),
+                         ids=[p[0] for p in public_functions()])
+def test_dropin_numpy_function_on_plain_inputs(where, ours, theirs, module):
+    assert theirs is not None, f"{where} is not a NumPy name"
+    name = where.rsplit(".", 1)[1]
+    if isinstance(ours, type) or name in NOT_CALLED:
+        assert ours is theirs, f"{where} is not NumPy's"
+        return
+    call = _numpy_call(theirs, name, module)
+    if call is None:              # no simple call: it must be NumPy's own
+        assert ours is theirs, f"{where} is not NumPy's and has no sample call"
+        return
+    args, expected = call
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if module == "random":
+            onp.random.seed(0)
+        got = ours(*_copied(args))
+    assert_numpy_result(got, expected, where, values=name not in NO_VALUE)
+
+
+def test_dropin_numpy_array_and_asarray_of_plain_lists():
+    for fun in (pnp.array, pnp.asarray):
+        for obj in ([1.0, 2.0], [[1, 2], [3, 4]], [True, False], (0.5, 2), 3.0, []):
+            assert_numpy_result(fun(obj), getattr(onp, fun.__name__)(obj),
+                                f"{fun.__name__}({obj!r})")
+    assert pnp.array([1, 2], dtype=onp.float32).dtype == onp.float32
+
+
+def test_dropin_numpy_on_traced_arguments_records():
+    x = ad.Array(V)
+    stacked = pnp.stack([x, V])
+    assert isinstance(stacked, ad.Array)
+    total = pnp.sum(stacked ** 2)
+    assert isinstance(total, ad.Array)
+    total.backward()
+    onp.testing.assert_allclose(x.grad, 2 * V)        # d/dx sum(x**2 + V**2)
+
+
+def autograd_style_loss(np, xs):
+    return np.sum(np.stack([x * 2.0 for x in xs]) ** 2) + np.mean(np.concatenate(xs))
+
+
+def test_autograd_style_loss_called_plainly_returns_numpys_float():
+    xs = [V, V[::-1] - 1.0]
+    theirs = autograd_style_loss(anp, xs)
+    ours = autograd_style_loss(pnp, xs)
+    assert type(theirs) is onp.float64
+    assert type(ours) is type(theirs)
+    assert ours == theirs
+    assert type(pnp.allclose(V, V)) is bool
+    # and traced, the same program has autograd's gradient
+    assert_same(pag.grad(lambda a: autograd_style_loss(pnp, [a, V]))(V),
+                autograd.grad(lambda a: autograd_style_loss(anp, [a, V]))(V))

@@ -3,7 +3,11 @@
 pyautodiff's Arrays take part in NumPy's own dispatch (``__array_ufunc__``,
 ``__array_function__``), so this module is NumPy itself, plus the one thing
 that dispatch cannot do: ``np.array([x, y])`` of traced numbers builds a
-traced array (autograd programs write this often).
+traced array (autograd programs write this often).  Called on plain
+inputs, every function here returns exactly what NumPy returns, so the
+module's own helpers keep private names: a public one would shadow NumPy's
+(an imported ``stack`` returns an Array even for ndarrays, and so would
+turn a plain call of a loss into an Array).
 """
 import builtins as _builtins
 
@@ -11,14 +15,14 @@ import numpy as _np
 from numpy import *          # noqa: F401,F403  NumPy's namespace
 from numpy import fft, linalg, random  # noqa: F401
 
-from ..array import Array, stack
-from ..value import Value
+from ..array import Array as _Array, stack as _stack
+from ..value import Value as _Value
 
 # from here on, NumPy's names (any, sum, max ...) shadow the builtins
 
 
 def _traced(obj):
-    if isinstance(obj, (Value, Array)):
+    if isinstance(obj, (_Value, _Array)):
         return True
     if isinstance(obj, (list, tuple)):
         return _builtins.any(_traced(e) for e in obj)   # not numpy's any
@@ -27,7 +31,7 @@ def _traced(obj):
 
 def _stacked(obj):
     if isinstance(obj, (list, tuple)):
-        return stack([_stacked(e) for e in obj])
+        return _stack([_stacked(e) for e in obj])
     return obj
 
 
