@@ -136,7 +136,12 @@ def custom_op(forward, vjp, jvp=None):
     Value or Array among its inputs it is just ``forward``.  With
     ``jvp(tangents, output, *inputs) -> output tangent`` (a tangent is None
     for an input that does not move) the op also works in forward mode
-    (``ad.jvp``, ``ad.hvp``'s tangent sweep)."""
+    (``ad.jvp``, ``ad.hvp``'s tangent sweep).
+
+    What the rules return is checked where it enters the tape: an output,
+    cotangent or tangent that is not real numbers, or not of its input's
+    (output's) shape, raises an error naming the op and the rule (a None
+    or a complex number must not become a zero or a NaN gradient)."""
     Array = _arrays().Array
 
     name = getattr(forward, "__name__", "custom_op")
@@ -145,45 +150,100 @@ def custom_op(forward, vjp, jvp=None):
         traced = [k for k, x in enumerate(inputs) if isinstance(x, (Value, Array))]
         plain = [x._d if isinstance(x, (Value, Array)) else x for x in inputs]
         value = forward(*plain)
-        if not traced or recording_tape() is NO_GRAD:
+        if not traced:
+            return value
+        value = _real(value, name, "forward's output")
+        if recording_tape() is NO_GRAD:
             return _wrap_plain(value, inputs)
         if len(traced) > 2:
             raise TypeError(f"{name}: a custom op takes at most two Values or "
                             "Arrays (pass the rest as plain numbers/ndarrays)")
 
-        def fwd(*ops):
+        def args_at(ops):
             args = list(plain)
             for k, x in zip(traced, ops):
                 args[k] = x
-            return forward(*args)
+            return args
 
-        def back(g, out, *ops):
-            args = list(plain)
-            for k, x in zip(traced, ops):
-                args[k] = x
-            cts = vjp(g, out, *args)
-            if not isinstance(cts, (tuple, list)):
-                cts = (cts,)
-            if len(cts) != len(inputs):
-                raise ValueError(f"{name}: vjp returned {len(cts)} cotangents "
-                                 f"for {len(inputs)} inputs")
-            return [cts[k] for k in traced]
+        def fwd(*ops):              # a replay: the recorded output's shape
+            what = "forward's output"
+            return _shaped(_real(forward(*args_at(ops)), name, what),
+                           value.shape, name, what, "the recorded output")
+
+        def back(g, out, *ops, needs):
+            args = args_at(ops)
+            cts = _cotangents(vjp(g, out, *args), len(inputs), name)
+            return [_cotangent(cts[k], k, x, need, name)
+                    for k, x, need in zip(traced, ops, needs)]
 
         def tangent(tangents, out, *ops):
             ts = [None] * len(inputs)
-            args = list(plain)
-            for k, x, tx in zip(traced, ops, tangents):
-                args[k] = x
+            for k, tx in zip(traced, tangents):
                 ts[k] = tx
-            return jvp(ts, out, *args)
+            what = "jvp's tangent"
+            t = _real(jvp(ts, out, *args_at(ops)), name, what)
+            return _shaped(t, np.shape(out), name, what, "the output")
 
-        return record_extern(ExternRule(fwd, back, name,
+        return record_extern(ExternRule(fwd, back, name, takes_needs=True,
                                         jvp=tangent if jvp else None),
                              [inputs[k] for k in traced], value)
 
     op.__name__ = name
     op.jvp = jvp
     return op
+
+
+def _real(x, name, what):
+    """x as an ndarray of real numbers (NaN and inf are numbers), else a
+    TypeError naming the op and the rule that returned it."""
+    try:
+        arr = np.asarray(x)
+    except (TypeError, ValueError) as exc:     # ragged lists and the like
+        raise TypeError(f"{name}: {what} is a {type(x).__name__} that is not "
+                        f"a real number or array ({exc})") from None
+    if arr.dtype.kind not in "biuf":
+        raise TypeError(f"{name}: {what} is {_described(x)}, not a real number "
+                        "or array of real numbers")
+    return arr
+
+
+def _described(x):
+    if isinstance(x, np.ndarray):
+        return f"an array of dtype {x.dtype}"
+    return "None" if x is None else f"{type(x).__name__} {x!r}"
+
+
+def _shaped(arr, shape, name, what, whose):
+    if arr.shape != shape:
+        raise ValueError(f"{name}: {what} has shape {arr.shape}, but "
+                         f"{whose} has shape {shape}")
+    return arr
+
+
+def _cotangents(cts, n, name):
+    """A vjp's result as a sequence of n cotangents (a lone cotangent is
+    accepted for a one-input op)."""
+    if cts is None:
+        raise TypeError(f"{name}: vjp returned None; it must return one "
+                        f"cotangent per input ({n})")
+    if not isinstance(cts, (tuple, list)):
+        cts = (cts,)
+    if len(cts) != n:
+        raise ValueError(f"{name}: vjp returned {len(cts)} cotangents "
+                         f"for {n} inputs")
+    return cts
+
+
+def _cotangent(ct, k, x, need, name):
+    """The cotangent of input k (x): None only where no gradient is
+    needed, else real numbers of x's shape."""
+    if ct is None:
+        if need:
+            raise TypeError(f"{name}: vjp returned None as the cotangent of "
+                            f"input {k}, which needs a gradient")
+        return None
+    what = f"the cotangent vjp returned for input {k}"
+    return _shaped(_real(ct, name, what), np.shape(x), name, what, "the input")
 
 
 def _wrap_plain(value, inputs):

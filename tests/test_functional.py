@@ -690,6 +690,141 @@ def test_hessian_through_a_custom_op_raises(op):
         ad.hvp(op)(1.5, 1.0)
 
 
+# -- what a custom op's rules return is checked ----------------------------------------
+
+def _square(x):
+    return x * x
+
+
+def _square_vjp(g, out, x):
+    return (2 * x * g,)
+
+
+def _square_op(vjp=_square_vjp, jvp=None, forward=_square):
+    return ad.custom_op(forward, vjp, jvp=jvp)
+
+
+INPUTS = [2.0, np.array([1.0, -3.0])]
+
+
+def _tape_still_works():
+    """An unrelated backward after the error has the right gradient."""
+    w = ad.Value(3.0)
+    (w * w + ad.Value(1.0)).backward()
+    assert w.grad == 6.0
+    assert ad.grad(lambda x: np.sum(_square_op()(x)))(np.array([0.5, 2.0])).tolist() == [1.0, 4.0]
+
+
+def _loss(op):
+    return lambda x: np.sum(op(x))
+
+
+def _leaf(x):
+    return ad.Value(x) if np.ndim(x) == 0 else ad.Array(x)
+
+
+@pytest.mark.parametrize("x", INPUTS, ids=["Value", "Array"])
+@pytest.mark.parametrize("vjp,error,message", [
+    (lambda g, out, x: None, TypeError, r"_square: vjp returned None"),
+    (lambda g, out, x: (None,), TypeError,
+     r"_square: vjp returned None as the cotangent of input 0"),
+    (lambda g, out, x: (g, g), ValueError, r"_square: vjp returned 2 cotangents for 1 input"),
+    (lambda g, out, x: (), ValueError, r"_square: vjp returned 0 cotangents"),
+    (lambda g, out, x: (np.ones(5),), ValueError,
+     r"_square: the cotangent vjp returned for input 0 has shape \(5,\)"),
+    (lambda g, out, x: (np.ones((1,) + np.shape(x)),), ValueError,
+     r"_square: the cotangent .* has shape \(1,"),
+    (lambda g, out, x: ("abc",), TypeError, r"_square: the cotangent .* str 'abc'"),
+    (lambda g, out, x: (np.array([g, "x"], dtype=object),), TypeError,
+     r"_square: the cotangent .* dtype object"),
+    (lambda g, out, x: (g * 1j,), TypeError, r"_square: the cotangent .* complex"),
+    (lambda g, out, x: ([[1.0], [2.0, 3.0]],), TypeError, r"_square: the cotangent"),
+], ids=["None", "None-cotangent", "too-many", "none-at-all", "shape", "extra-axis",
+        "str", "object", "complex", "ragged"])
+def test_custom_op_vjp_returning_no_cotangent_raises_naming_the_op(x, vjp, error, message):
+    op = _square_op(vjp)
+    with pytest.raises(error, match=message):
+        ad.grad(_loss(op))(x)
+    leaf = _leaf(x)
+    y = op(leaf).sum() * 2.0 if np.ndim(x) else op(leaf) * 2.0
+    with pytest.raises(error, match=message):
+        y.backward()
+    _tape_still_works()
+
+
+@pytest.mark.parametrize("x", INPUTS, ids=["Value", "Array"])
+def test_custom_op_nan_cotangent_is_a_number(x):
+    op = _square_op(lambda g, out, x: (np.full(np.shape(x), np.nan),))
+    assert np.all(np.isnan(ad.grad(_loss(op))(x)))
+
+
+def test_custom_op_none_for_a_plain_input_is_fine_but_not_for_a_traced_one():
+    scale = ad.custom_op(lambda x, k: x * k, lambda g, out, x, k: (g * k, None))
+    assert ad.grad(lambda x: scale(x, 3.0))(2.0) == 3.0
+    with pytest.raises(TypeError, match="<lambda>: vjp returned None as the cotangent of input 1"):
+        ad.grad(lambda x, k: scale(x, k), 1)(2.0, 3.0)
+
+
+def _returns_none(x):
+    return None
+
+
+@pytest.mark.parametrize("x", INPUTS, ids=["Value", "Array"])
+@pytest.mark.parametrize("forward,message", [
+    (_returns_none, "_returns_none: forward's output is None"),
+    (lambda x: x * 1j, "<lambda>: forward's output is .*complex"),
+    (lambda x: "abc", "<lambda>: forward's output is str 'abc'"),
+    (lambda x: np.array([x, None], dtype=object), "<lambda>: forward's output is .*object"),
+], ids=["None", "complex", "str", "object"])
+def test_custom_op_forward_returning_no_number_raises_at_the_op(x, forward, message):
+    op = _square_op(forward=forward)
+    with pytest.raises(TypeError, match=message):
+        op(_leaf(x))
+    with ad.no_grad(), pytest.raises(TypeError, match=message):
+        op(_leaf(x))
+    with pytest.raises(TypeError, match=message):
+        ad.grad(_loss(op))(x)
+    _tape_still_works()
+
+
+def test_custom_op_forward_on_plain_inputs_is_just_forward():
+    assert _square_op(forward=_returns_none)(2.0) is None
+    assert _square_op()(np.array([1.0, 2.0])).tolist() == [1.0, 4.0]
+
+
+@pytest.mark.parametrize("x", INPUTS, ids=["Value", "Array"])
+@pytest.mark.parametrize("jvp,error,message", [
+    (lambda t, out, x: None, TypeError, "_square: jvp's tangent is None"),
+    (lambda t, out, x: np.ones(5), ValueError, r"_square: jvp's tangent has shape \(5,\)"),
+    (lambda t, out, x: 1j * t[0], TypeError, "_square: jvp's tangent is .*complex"),
+], ids=["None", "shape", "complex"])
+def test_custom_op_jvp_returning_no_tangent_raises_naming_the_op(x, jvp, error, message):
+    op = _square_op(jvp=jvp)
+    with pytest.raises(error, match=message):
+        ad.jvp(op)(x, np.ones(np.shape(x)) if np.ndim(x) else 1.0)
+    _tape_still_works()
+
+
+@pytest.mark.parametrize("x", INPUTS, ids=["Value", "Array"])
+@pytest.mark.parametrize("jvp", [None, lambda t, out, x: 2 * x * t[0]], ids=["no-jvp", "jvp"])
+def test_second_derivatives_through_a_custom_op_raise_naming_it(x, jvp):
+    op = _square_op(jvp=jvp)
+    with pytest.raises(NotImplementedError, match="_square"):
+        ad.hessian(_loss(op))(x)
+    with pytest.raises(NotImplementedError, match="_square"):
+        ad.grad(lambda x: np.sum(ad.grad(_loss(op))(x)))(x)
+    _tape_still_works()
+
+
+def test_a_replayed_custom_op_whose_output_changes_shape_raises():
+    op = ad.custom_op(lambda x: np.ones(3) * x[0] if x[0] > 0 else np.ones(2) * x[0],
+                      lambda g, out, x: (np.array([np.sum(g), 0.0]),))
+    F = ad.record(lambda x: np.sum(op(x)), np.array([1.0, 1.0]))
+    assert F(np.array([2.0, 0.0])) == 6.0
+    with pytest.raises(ValueError, match=r"<lambda>: forward's output has shape \(2,\)"):
+        F(np.array([-1.0, 0.0]))
+
+
 # -- check_grad ---------------------------------------------------------------------
 
 def test_check_grad_passes_on_correct_functions():
