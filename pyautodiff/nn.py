@@ -21,9 +21,9 @@ __all__ = ["Module", "Linear", "Sequential", "MLP", "mse_loss",
 class Module:
     """A function with parameters.  Subclasses define ``forward``; calling
     the module calls it.  ``parameters()`` finds the Arrays and Values held
-    in the module's attributes, and in the modules (also in lists and
-    tuples) held there, in attribute order, each once; override it to say
-    otherwise."""
+    in the module's attributes and in the modules held there, also inside
+    lists, tuples and dicts (nested as deep as they go), in attribute order
+    and then container order, each once; override it to say otherwise."""
 
     def forward(self, *args, **kwargs):
         raise NotImplementedError(f"{type(self).__name__} defines no forward()")
@@ -32,7 +32,7 @@ class Module:
         return self.forward(*args, **kwargs)
 
     def parameters(self):
-        found, seen = [], set()
+        found, seen = [], {id(self): self}
         _collect(vars(self).values(), found, seen)
         return found
 
@@ -42,15 +42,31 @@ class Module:
 
 
 def _collect(items, found, seen):
+    """Append to found the parameters in items not seen yet.  Seen is by
+    identity (id -> the object, which keeps the id from being reused during
+    the walk): == on Arrays is elementwise, and two equal parameters are
+    still two.  A module or container seen before (shared, or a reference
+    back up) is not walked again."""
     for item in items:
+        if id(item) in seen:
+            continue
         if isinstance(item, (Array, Value)):
-            if id(item) not in seen:
-                seen.add(id(item))
-                found.append(item)
-        elif isinstance(item, Module):
-            _collect(item.parameters(), found, seen)
-        elif isinstance(item, (list, tuple)):
-            _collect(item, found, seen)
+            seen[id(item)] = item
+            found.append(item)
+        elif isinstance(item, (Module, list, tuple, dict)):
+            seen[id(item)] = item
+            _collect(_contents(item), found, seen)
+
+
+def _contents(item):
+    if isinstance(item, Module):
+        # a module's own attributes are walked with the same seen, so that
+        # a reference back up ends the walk; one that overrides parameters()
+        # is asked instead
+        if type(item).parameters is not Module.parameters:
+            return item.parameters()
+        return vars(item).values()
+    return item.values() if isinstance(item, dict) else item
 
 
 def _generator(rng):

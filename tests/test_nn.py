@@ -261,3 +261,79 @@ def test_regression_with_mse_and_sgd():
         opt.step()
     np.testing.assert_allclose(layer.W.data, w_true, atol=1e-4)
     np.testing.assert_allclose(layer.b.data, [0.25], atol=1e-4)
+
+
+# --- parameters in containers ----------------------------------------------------------
+
+def ids(params):
+    """Parameters compared by identity (== on Arrays is elementwise)."""
+    return [id(p) for p in params]
+
+
+class DictModel(nn.Module):
+    def __init__(self):
+        self.d = {"w": ad.Array([0.5, -1.0]), "lin": nn.Linear(2, 1, rng=0)}
+        self.blocks = [{"a": nn.Linear(1, 2, rng=1), "s": (ad.Value(2.0),)},
+                       ({"b": [ad.Array([[1.0], [0.5]])]},)]
+
+    def forward(self, x):
+        h = self.d["lin"](x * self.d["w"])
+        h = self.blocks[0]["a"](h) * self.blocks[0]["s"][0]
+        return h @ self.blocks[1][0]["b"][0]
+
+
+def test_parameters_in_dicts_and_nested_containers_in_definition_order():
+    m = DictModel()
+    lin, a = m.d["lin"], m.blocks[0]["a"]
+    expected = [m.d["w"], lin.W, lin.b, a.W, a.b, m.blocks[0]["s"][0],
+                m.blocks[1][0]["b"][0]]
+    assert ids(m.parameters()) == ids(expected)
+    assert ids(m.parameters()) == ids(m.parameters())          # deterministic
+    m.zero_grad()
+
+
+def test_shared_parameters_and_modules_are_found_once():
+    class Shared(nn.Module):
+        def __init__(self):
+            self.lin = nn.Linear(2, 2, rng=0)
+            self.w = ad.Array([1.0, 1.0])
+            self.again = {"lin": self.lin, "w": self.w, "both": [self.w, self.lin]}
+            self.twin = ad.Array([1.0, 1.0])        # equal to w, but its own
+            self.me = [self]                        # a reference back up
+
+    m = Shared()
+    assert ids(m.parameters()) == ids([m.lin.W, m.lin.b, m.w, m.twin])
+
+
+def test_a_module_overriding_parameters_inside_a_dict_is_asked():
+    class OnlyW(nn.Linear):
+        def parameters(self):
+            return [self.W]
+
+    class Holder(nn.Module):
+        def __init__(self):
+            self.d = {"layer": OnlyW(2, 2, rng=0)}
+
+    h = Holder()
+    assert ids(h.parameters()) == ids([h.d["layer"].W])
+
+
+def test_an_optimizer_trains_the_parameters_held_in_dicts():
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(16, 2))
+    Y = X @ np.array([[1.0], [-2.0]])
+    m = DictModel()
+    before = [p.data.copy() if isinstance(p, ad.Array) else p.data for p in m.parameters()]
+    opt = ad.optim.Adam(m.parameters(), lr=0.02)
+    losses = []
+    for _ in range(60):
+        loss = nn.mse_loss(m(X), Y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    assert losses[-1] < 0.5 * losses[0]
+    after = m.parameters()
+    assert len(after) == len(before) == 7
+    for old, new in zip(before, after):
+        assert np.any(np.asarray(new.data) != old)        # every one was trained
