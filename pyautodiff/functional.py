@@ -14,13 +14,15 @@ import numpy as np
 from .array import Array
 from .extern import ExternRule, record_extern
 from .pytree import flatten, unflatten
-from .trace import DIFFERENTIATING, Trace
+from .trace import DIFFERENTIATING, Trace, checked
 from .value import Value
 
 
 def _transform(f, argnum, name, derivative, takes_vector=False):
     """g(*args) = derivative(trace of f at args[, vector]): the vector, if
     any, is g's last positional argument."""
+    argnum = checked(f, argnum, name)       # at once, not at the first call
+
     def g(*args, **kwargs):
         vector = ()
         if takes_vector:
@@ -81,6 +83,8 @@ def vjp(f, argnum=0):
     """g(*args) -> (f(*args), vjp_fn): vjp_fn(v) is v times the Jacobian of
     f at args (v shaped like the output).  The trace lives as long as
     vjp_fn."""
+    argnum = checked(f, argnum, "vjp")
+
     def vjp_f(*args, **kwargs):
         tr = Trace(f, args, kwargs, argnum, "vjp")
         _check_closure(tr, "vjp")

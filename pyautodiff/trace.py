@@ -29,6 +29,24 @@ from .value import Value
 DIFFERENTIATING = weakref.WeakSet()
 
 
+def checked(f, argnum, name):
+    """argnum as the transforms use it, after checking that f is callable
+    and that argnum is an int or a tuple of ints (NumPy integers count;
+    a bool, a float or a string is a mistake, not an argument position)."""
+    if not callable(f):
+        raise TypeError(f"ad.{name} needs a callable, got {f!r}")
+    if _is_position(argnum):
+        return int(argnum)
+    if isinstance(argnum, (tuple, list)) and all(_is_position(k) for k in argnum):
+        return tuple(int(k) for k in argnum)
+    raise TypeError(f"{name}: argnum must be an int or a tuple of ints, "
+                    f"got {argnum!r}")
+
+
+def _is_position(k):
+    return isinstance(k, (int, np.integer)) and not isinstance(k, bool)
+
+
 def argnums_of(argnum):
     return (argnum,) if isinstance(argnum, int) else tuple(argnum)
 
@@ -47,8 +65,7 @@ class Trace:
     _variables = None            # variables(), once asked for
 
     def __init__(self, f, args, kwargs, argnum, name, inputs=None, guards=False):
-        if not callable(f):
-            raise TypeError(f"{name}: {f!r} is not callable")
+        argnum = checked(f, argnum, name)
         nargs = len(args)
         for k in argnums_of(argnum):
             if not -nargs <= k < nargs:

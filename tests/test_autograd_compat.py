@@ -505,3 +505,16 @@ def test_autograd_style_loss_called_plainly_returns_numpys_float():
     # and traced, the same program has autograd's gradient
     assert_same(pag.grad(lambda a: autograd_style_loss(pnp, [a, V]))(V),
                 autograd.grad(lambda a: autograd_style_loss(anp, [a, V]))(V))
+
+
+@pytest.mark.parametrize("operator", ["grad", "elementwise_grad", "value_and_grad",
+                                      "jacobian", "hessian", "make_vjp", "make_jvp",
+                                      "make_hvp", "grad_and_aux",
+                                      "hessian_vector_product"])
+def test_operators_check_fun_and_argnum_at_once(operator):
+    make = getattr(pag, operator)
+    with pytest.raises(TypeError, match="needs a callable, got None"):
+        make(None)
+    for argnum in ("0", 1.0, True, (0, "1")):
+        with pytest.raises(TypeError, match="argnum must be an int or a tuple of ints"):
+            make(lambda x, y: x * y, argnum)

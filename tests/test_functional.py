@@ -885,6 +885,42 @@ def test_argnum_of_a_wrong_type_is_a_type_error(argnum):
         ad.grad(lambda x: x * 2.0, argnum)(1.0)
 
 
+TRANSFORMS = [ad.grad, ad.value_and_grad, ad.jacobian, ad.hessian, ad.hvp, ad.jvp,
+              ad.vjp]
+
+
+@pytest.mark.parametrize("transform", TRANSFORMS, ids=lambda t: t.__name__)
+def test_a_transform_of_no_callable_fails_at_once(transform):
+    with pytest.raises(TypeError, match=f"ad.{transform.__name__} needs a callable, got None"):
+        transform(None)
+    with pytest.raises(TypeError, match="needs a callable, got 3.0"):
+        transform(3.0, 0)
+    with pytest.raises(TypeError, match="ad.record needs a callable, got None"):
+        ad.record(None, 1.0)
+
+
+@pytest.mark.parametrize("transform", TRANSFORMS, ids=lambda t: t.__name__)
+@pytest.mark.parametrize("argnum", ["0", 1.0, True, False, np.True_, (0, "1"), (0, True),
+                                    (0, 1.0), None, {0: 1}])
+def test_argnum_must_be_an_int_or_a_tuple_of_ints_at_once(transform, argnum):
+    with pytest.raises(TypeError, match=r"argnum must be an int or a tuple of ints, got "):
+        transform(lambda x, y: x * y, argnum)
+
+
+@pytest.mark.parametrize("argnum", [np.int64(1), (np.int32(0), 1), [0, 1]])
+def test_numpy_integers_and_lists_are_argument_positions(argnum):
+    g = ad.grad(lambda x, y: x * y ** 2, argnum)(2.0, 3.0)
+    assert g == (9.0, 12.0) if np.ndim(argnum) else g == 12.0
+
+
+@pytest.mark.parametrize("argnum,shown", [(2, "argnum 2"), (-3, "argnum -3"),
+                                          ((0, 7), "argnum 7")])
+def test_out_of_range_argnum_names_it_and_the_number_of_arguments(argnum, shown):
+    with pytest.raises(TypeError, match=f"grad: {shown}, but the function got 2 "
+                                        "positional arguments"):
+        ad.grad(lambda x, y: x * y, argnum)(1.0, 2.0)
+
+
 @pytest.mark.parametrize("transform", [ad.hvp, ad.jvp])
 def test_vector_of_the_wrong_shape_is_a_value_error(transform):
     def f(x):

@@ -12,7 +12,7 @@ import numpy as _np
 
 from ..array import Array
 from ..functional import grad, hessian, hvp, jacobian, value_and_grad
-from ..trace import Trace
+from ..trace import Trace, checked
 from ..value import Value
 
 __all__ = ["grad", "value_and_grad", "elementwise_grad", "jacobian",
@@ -25,6 +25,8 @@ deriv = grad
 def elementwise_grad(fun, argnum=0):
     """The sum of the Jacobian's rows: for an elementwise fun, each
     element's derivative (the gradient of sum(fun))."""
+    argnum = checked(fun, argnum, "elementwise_grad")
+
     def summed(*args, **kwargs):
         out = fun(*args, **kwargs)
         return out.sum() if isinstance(out, Array) else _np.sum(out)
@@ -39,6 +41,8 @@ def hessian_vector_product(fun, argnum=0):
 
 def make_vjp(fun, argnum=0):
     """g(*args) -> (vjp, fun(*args)): vjp(v) is v times the Jacobian."""
+    argnum = checked(fun, argnum, "make_vjp")
+
     def vjp_maker(*args, **kwargs):
         tr = Trace(fun, args, kwargs, argnum, "make_vjp")
         return tr.vjp, tr.output_value()
@@ -47,6 +51,8 @@ def make_vjp(fun, argnum=0):
 
 def make_jvp(fun, argnum=0):
     """g(*args) -> jvp: jvp(v) -> (fun(*args), Jacobian times v)."""
+    argnum = checked(fun, argnum, "make_jvp")
+
     def jvp_maker(*args, **kwargs):
         return Trace(fun, args, kwargs, argnum, "make_jvp").jvp
     return jvp_maker
@@ -54,6 +60,8 @@ def make_jvp(fun, argnum=0):
 
 def make_hvp(fun, argnum=0):
     """g(*args) -> (hvp, fun(*args)): hvp(v) is the Hessian times v."""
+    argnum = checked(fun, argnum, "make_hvp")
+
     def hvp_maker(*args, **kwargs):
         tr = Trace(fun, args, kwargs, argnum, "make_hvp")
         return tr.hvp, tr.scalar_output()[1]
@@ -63,6 +71,7 @@ def make_hvp(fun, argnum=0):
 def grad_and_aux(fun, argnum=0):
     """fun returns (value, aux): g(*args) -> (gradient of value, aux), aux
     with its traced numbers turned into plain ones."""
+    argnum = checked(fun, argnum, "grad_and_aux")
     aux = []
 
     def value_only(*args, **kwargs):
