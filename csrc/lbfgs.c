@@ -19,12 +19,15 @@
  * the history is dropped and the search tried once more along -g (as
  * L-BFGS-B does) before giving up.  The iterate only ever moves to a point
  * where f and the gradient are finite.                                   */
+#define _POSIX_C_SOURCE 200809L  /* clock_gettime */
+
 #include <float.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "internal.h"
 #include "lbfgs.h"
@@ -136,6 +139,7 @@ ad_lbfgs *ad_lbfgs_new(int64_t n, int64_t m, int64_t max_bytes)
     o->maxls = 20;
     o->gtol = 1e-5;
     o->ftol = 2.220446049250313e-09;
+    o->pause = INFINITY;
     o->guard = -1;
     return o;
 }
@@ -189,10 +193,10 @@ static int check(ad_lbfgs *o)
                         "array of the tape", (long long)k, (long long)e);
     }
     if (o->maxiter < 0 || o->maxls < 1 || !(o->gtol >= 0.0) ||
-        !(o->ftol >= 0.0) || o->pause < 0)
+        !(o->ftol >= 0.0) || !(o->pause >= 0.0))
         return fail(o, AD_EINVAL, "bad options: maxiter %lld, maxls %lld, "
-                    "gtol %g, ftol %g", (long long)o->maxiter,
-                    (long long)o->maxls, o->gtol, o->ftol);
+                    "gtol %g, ftol %g, pause %g", (long long)o->maxiter,
+                    (long long)o->maxls, o->gtol, o->ftol, o->pause);
     if (o->phase < START || o->phase > RESUME || o->npairs < 0 ||
         o->npairs > o->m || o->newest < 0 || o->newest >= o->m)
         return fail(o, AD_EINVAL, "corrupt minimizer state");
@@ -538,6 +542,14 @@ static void remember(ad_lbfgs *o)
         o->npairs++;
 }
 
+/* Seconds on a clock that never goes back (a pause of 0 must pause). */
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 static int stop(ad_lbfgs *o, int status)
 {
     o->status = status;
@@ -550,6 +562,7 @@ int ad_lbfgs_run(ad_lbfgs *o)
     if (status != AD_OK)
         return status;
     const int64_t n = o->n;
+    const double began = now();
     o->status = AD_LBFGS_RUNNING;
     if (o->phase == START) {
         int outcome;
@@ -573,7 +586,13 @@ int ad_lbfgs_run(ad_lbfgs *o)
         } else {
             if (o->nit >= o->maxiter)
                 return stop(o, AD_LBFGS_MAXITER);
-            if (o->pause > 0 && done >= o->pause)
+            /* Between iterations the struct holds the whole state: the
+             * next call goes on exactly as this one would have.  The clock
+             * is read after 1, 2, 4, 8 ... iterations only, as a read costs
+             * as much as a small problem's iteration; the pause comes at
+             * most about twice `pause` into the call. */
+            if (done > 0 && (done & (done - 1)) == 0 &&
+                now() - began >= o->pause)
                 return stop(o, AD_LBFGS_RUNNING);
             a = start_direction(o);
             o->ls_evals = 0;

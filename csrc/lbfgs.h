@@ -15,11 +15,13 @@
  *   holds    a scalar leaf's imm    an array leaf's block (6 elements)
  *
  * The state (iterate, history, counters) lives in the struct between calls,
- * so a run can pause after `pause` iterations (a Python callback runs) and
- * go on, and can move to a new recording of the same function: when a
- * guard flips at a trial point the run stops with AD_LBFGS_GUARD, the
- * caller records the function again at xt, points `tape` & co. at the new
- * recording and calls again; the line search restarts at the same step.
+ * so a run can pause at the end of an iteration and go on: Python gets
+ * control back there to call a callback and to run its signal handlers
+ * (Ctrl-C), which cannot run while C holds the thread.  The run can also
+ * move to a new recording of the same function: when a guard flips at a
+ * trial point the run stops with AD_LBFGS_GUARD, the caller records the
+ * function again at xt, points `tape` & co. at the new recording and
+ * calls again; the line search restarts at the same step.
  * Read by cffi like ad.h (preprocessor lines dropped).
  */
 #ifndef PYAUTODIFF_LBFGS_H
@@ -31,7 +33,7 @@
 
 /* Why ad_lbfgs_run returned (the struct's `status`). */
 enum ad_lbfgs_status {
-    AD_LBFGS_RUNNING,    /* paused after `pause` iterations: call again        */
+    AD_LBFGS_RUNNING,    /* paused after `pause` seconds: call again           */
     AD_LBFGS_GTOL,       /* converged: max |g_i| <= gtol                        */
     AD_LBFGS_FTOL,       /* converged: f_prev - f <= ftol * max(|f_prev|, |f|, 1) */
     AD_LBFGS_MAXITER,    /* maxiter iterations done                             */
@@ -65,7 +67,9 @@ typedef struct ad_lbfgs {
     int64_t maxls;              /* evaluations per line search                */
     double gtol;
     double ftol;
-    int64_t pause;              /* return after this many iterations, 0: never */
+    double pause;               /* seconds: return at an iteration's end
+                                   once this long (to about twice) after the
+                                   call began; 0: after each one, inf: never */
     /* the state; n and m fixed by ad_lbfgs_new */
     int64_t n;
     int64_t m;                  /* pairs (s, y) kept                          */
@@ -103,7 +107,7 @@ void ad_lbfgs_free(ad_lbfgs *o);
  * call for each point.  Returns an enum ad_status like ad_lbfgs_run.     */
 int ad_lbfgs_evaluate(ad_lbfgs *o, const double *x, double *f, double *g,
                       int32_t *outcome);
-/* Run until a status other than RUNNING, or `pause` iterations.  Returns
+/* Run until a status other than RUNNING, or `pause` seconds.  Returns
  * an enum ad_status: a sweep's failure, or AD_EINVAL for a bad problem.  */
 int ad_lbfgs_run(ad_lbfgs *o);
 

@@ -32,6 +32,11 @@ DERIVATIVE_FREE = {"nelder-mead", "powell", "cobyla", "cobyqa"}
 # method='lbfgs': its options and their defaults (L-BFGS-B's in scipy)
 LBFGS_OPTIONS = {"maxiter": 15000, "m": 10, "gtol": 1e-5,
                  "ftol": 2.220446049250313e-09, "maxls": 20}
+# The C run comes back to Python at an iteration's end this many seconds
+# (to about twice that) into each call, so that a Ctrl-C, whose handler
+# only runs in Python, lands promptly; a return costs microseconds, nothing
+# at this rate.  With a callback it comes back after every iteration.
+SLICE_SECONDS = 0.02
 
 _MESSAGES = {
     lib.AD_LBFGS_GTOL: "converged: every gradient component is at most gtol",
@@ -373,7 +378,7 @@ def _lbfgs(f, space, tol, options, callback):
     o = problem.o
     o.maxiter, o.maxls = opts["maxiter"], opts["maxls"]
     o.gtol, o.ftol = opts["gtol"], opts["ftol"]
-    o.pause = 1 if callback is not None else 0   # back to Python per iteration
+    o.pause = 0.0 if callback is not None else SLICE_SECONDS
     x, g = _view(o.x, n), _view(o.g, n)
     x[:] = space.x0
     status = message = None
@@ -390,6 +395,8 @@ def _lbfgs(f, space, tol, options, callback):
                                       "point reached, with no dependence on x")
             break
         seen = o.nit
+        # each pause ends here: a pending Ctrl-C raises KeyboardInterrupt
+        # out of minimize, as from scipy's, and the callback runs
         while True:
             problem.check(lib.ad_lbfgs_run(o))
             if callback is not None and o.nit > seen:

@@ -344,6 +344,72 @@ def test_lbfgs_callback_and_stop_iteration():
     assert res.fun == seen[-1] and "StopIteration" in res.message
 
 
+def _mask_guarded(x):
+    # a guard on the mask z < 0 that flips on the way (see below)
+    z = ad.concatenate([x, np.array([-1.0])])
+    return np.sum((x - 2.0) ** 2) + 10.0 * np.sum(z[z < 0.0] ** 2)
+
+
+@pytest.mark.parametrize("f, x0", [(rosen, np.zeros(30)),
+                                   (_mask_guarded, np.array([-1.0, -2.0, 0.5]))])
+def test_lbfgs_pausing_to_let_python_run_changes_nothing(monkeypatch, f, x0):
+    # the C run comes back to Python after every iteration (0 s), never
+    # (inf) or at the default: the same iterates, bit for bit
+    runs = []
+    for seconds in (float("inf"), 0.0, minimize_module.SLICE_SECONDS):
+        monkeypatch.setattr(minimize_module, "SLICE_SECONDS", seconds)
+        runs.append(ad.minimize(f, x0, method="lbfgs"))
+    never = runs[0]
+    assert never.success and never.nit > 5
+    for res in runs[1:]:
+        assert np.array_equal(res.x, never.x) and res.fun == never.fun
+        assert np.array_equal(res.jac, never.jac)
+        assert (res.nit, res.nfev, res.message) == \
+            (never.nit, never.nfev, never.message)
+
+
+CTRL_C_SCRIPT = """
+import os, signal, sys, threading, time, traceback
+import numpy as np
+import pyautodiff as ad
+
+def rosen(x):
+    return np.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)
+
+sent = []
+def ctrl_c():
+    sent.append(time.perf_counter())
+    os.kill(os.getpid(), signal.SIGINT)
+
+threading.Timer(0.3, ctrl_c).start()
+try:
+    # no tolerance can be met: minutes of iterations at this n
+    ad.minimize(rosen, np.zeros(200_000), method="lbfgs",
+                options={"gtol": 0.0, "ftol": 0.0, "maxiter": 10 ** 9})
+except KeyboardInterrupt as exc:
+    where = traceback.extract_tb(exc.__traceback__)[-1].name
+    print("interrupted", where, time.perf_counter() - sent[0])
+else:
+    print("finished")
+"""
+
+
+def test_lbfgs_ctrl_c_lands_promptly():
+    # in a child process, so a late Ctrl-C cannot reach pytest itself
+    try:
+        out = subprocess.run([sys.executable, "-c", CTRL_C_SCRIPT],
+                             capture_output=True, text=True, cwd=_root(),
+                             timeout=30)
+    except subprocess.TimeoutExpired:
+        pytest.fail("Ctrl-C did not stop minimize(method='lbfgs') in 30 s")
+    assert out.returncode == 0, out.stderr
+    word, where, delay = out.stdout.split()
+    # raised from the loop around the C run (not while recording f),
+    # within a generous bound of the signal: the machine may be busy
+    assert (word, where) == ("interrupted", "_lbfgs")
+    assert float(delay) < 1.0
+
+
 def test_lbfgs_records_again_where_a_scalar_guard_flips():
     calls = []
 
@@ -546,6 +612,11 @@ def test_c_rejects_a_malformed_minimizer():
     with pytest.raises(ValueError, match="bad options"):
         check(lib.ad_lbfgs_run(o), o)
     o.maxls = 20
+    for pause in (-1.0, float("nan")):
+        o.pause = pause
+        with pytest.raises(ValueError, match="bad options"):
+            check(lib.ad_lbfgs_run(o), o)
+    o.pause = 0.0
     o.npairs = 5                          # more than m
     with pytest.raises(ValueError, match="corrupt"):
         check(lib.ad_lbfgs_run(o), o)
