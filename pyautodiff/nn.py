@@ -31,9 +31,10 @@ class Module:
     ``named_parameters()`` names them as torch does, by attribute names and
     container indices or keys joined with dots ('layers.0.W'); a module
     inside that overrides ``parameters()`` has its parameters named by
-    position in that list.  ``state_dict()`` and ``load_state_dict()`` save and restore
-    them by those names; ``train()`` and ``eval()`` set ``training`` on the
-    module and every module inside it (Dropout reads it)."""
+    position in that list.  ``state_dict()`` and ``load_state_dict()``
+    save and restore them by those names; ``train()`` and ``eval()`` set
+    ``training`` on the module and every module inside it (Dropout reads
+    it)."""
 
     training = True
 
@@ -154,7 +155,8 @@ def _collect(items, prefix, found, seen, own_lists):
                 found.append((name, item))
                 inner = _module_items(item, own_lists)
             else:
-                inner = item.items() if isinstance(item, dict) else enumerate(item)
+                inner = (item.items() if isinstance(item, dict)
+                         else enumerate(item))
             _collect(inner, name + ".", found, seen, own_lists)
 
 

@@ -34,8 +34,8 @@ def test_bce_value_and_gradient_match_the_formula():
     want = -np.mean(y * np.log(p) + (1 - y) * np.log(1 - p))
     assert loss == pytest.approx(want, rel=1e-15)
     # torch's log1p(-p) for log(1 - p): the same to rounding
-    assert loss == pytest.approx(-np.mean(y * np.log(p) + (1 - y) * np.log1p(-p)),
-                                 rel=1e-14)
+    torch_form = -np.mean(y * np.log(p) + (1 - y) * np.log1p(-p))
+    assert loss == pytest.approx(torch_form, rel=1e-14)
     np.testing.assert_allclose(g, (p - y) / (p * (1 - p)) / p.size, rtol=1e-12)
     ad.check_grad(lambda q: nn.binary_cross_entropy(q, y), p)
 
@@ -185,8 +185,8 @@ def test_train_and_eval_reach_every_module_and_return_it():
 
 def test_embedding_weight_is_standard_normal_from_the_generator():
     emb = nn.Embedding(10, 3, rng=4)
-    np.testing.assert_array_equal(emb.weight.data,
-                                  np.random.default_rng(4).standard_normal((10, 3)))
+    want = np.random.default_rng(4).standard_normal((10, 3))
+    np.testing.assert_array_equal(emb.weight.data, want)
     big = nn.Embedding(1000, 100, rng=0).weight.data
     assert abs(big.mean()) < 0.01 and big.std() == pytest.approx(1.0, abs=0.01)
     assert emb.parameters()[0] is emb.weight
