@@ -400,8 +400,10 @@ def hinge_loss(scores, labels):
 def binary_cross_entropy(probs, targets):
     """Mean of -(y * log p + (1 - y) * log(1 - p)) over every element, for
     probabilities p in [0, 1] and targets y of the same shape; each log is
-    clamped at -100 as torch clamps it, so p = 0 or 1 gives a finite loss
-    (and, there, no gradient through the clamped log)."""
+    clamped at -100 as torch clamps it, so p = 0 or 1 gives a finite loss.
+    The gradient is the clamped loss's own: none through a clamped log
+    (torch's backward gives (p - y) / max(p * (1 - p), 1e-12) instead,
+    about 1e12 where a log is clamped); elsewhere the two agree."""
     _same_shapes("binary_cross_entropy", probs, targets, ("probs", "targets"))
     p = np.asarray(probs.data if isinstance(probs, (Array, Value)) else probs)
     if not np.all((p >= 0.0) & (p <= 1.0)):
