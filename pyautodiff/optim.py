@@ -304,6 +304,9 @@ class Optimizer:
         state = state_dict["state"]
         loaded = {}
         for k, entry in state.items():
+            if not isinstance(k, (int, np.integer)) or isinstance(k, bool):
+                raise TypeError(f"loaded state dict: the state is keyed by "
+                                f"parameter position, not {k!r}")
             if not 0 <= k < len(self.params):
                 raise ValueError(f"loaded state dict has state for parameter "
                                  f"{k}; this optimizer has {len(self.params)}")

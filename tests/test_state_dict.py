@@ -192,6 +192,14 @@ def test_optimizer_load_checks_the_dict_before_changing_anything():
     with pytest.raises(ValueError, match="Invalid learning rate"):
         other.load_state_dict({"state": {}, "param_groups": [
             {**good["param_groups"][0], "lr": -1.0}]})
+    with pytest.raises(TypeError, match="keyed by parameter position, "
+                                        "not '0'"):
+        other.load_state_dict({"state": {"0": good["state"][0]},
+                               "param_groups": good["param_groups"]})
+    with pytest.raises(ValueError, match="state for parameter 2; this "
+                                         "optimizer has 2"):
+        other.load_state_dict({"state": {2: good["state"][0]},
+                               "param_groups": good["param_groups"]})
     other.load_state_dict(good)
     assert other.state_dict()["state"][0]["step"] == 1.0
     assert other.momentum == 0.9
