@@ -141,16 +141,18 @@ def _walk(module, own_lists):
     return found
 
 
+_WALKED = (Array, Value, Module, list, tuple, dict)
+
+
 def _collect(items, prefix, found, seen, own_lists):
     for key, item in items:
-        if id(item) in seen:
+        if not isinstance(item, _WALKED) or id(item) in seen:
             continue
+        seen[id(item)] = item
         name = prefix + str(key)
         if isinstance(item, (Array, Value)):
-            seen[id(item)] = item
             found.append((name, item))
-        elif isinstance(item, (Module, list, tuple, dict)):
-            seen[id(item)] = item
+        else:
             if isinstance(item, Module):
                 found.append((name, item))
                 inner = _module_items(item, own_lists)
