@@ -41,7 +41,7 @@ def loss_and_grad_by_hand(w, X, y, lam):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--samples", type=int, default=2000)
     ap.add_argument("--features", type=int, default=20)
     ap.add_argument("--lam", type=float, default=1e-2, help="L2 penalty")

@@ -19,7 +19,7 @@ from pyautodiff.micrograd.nn import MLP
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--steps", type=int, default=100)
     ap.add_argument("--points", type=int, default=100)
     ap.add_argument("--optimizer", choices=("sgd", "adam"), default="sgd")

@@ -1,6 +1,6 @@
-"""Minimize the n-dimensional Rosenbrock function from x = 0, twice: with
-scipy's L-BFGS-B driven by ad.minimize, and with the built-in L-BFGS that
-runs entirely in C (method='lbfgs').  Both reach the minimum at x = 1.
+"""Minimize the n-dimensional Rosenbrock function from x = 0 to its minimum
+at x = 1 twice, with scipy's L-BFGS-B driven by ad.minimize and with the
+built-in L-BFGS that runs entirely in C (method='lbfgs').
 
     python examples/rosenbrock.py [--n 1000]
 
@@ -20,7 +20,7 @@ def rosenbrock(x):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--n", type=int, default=1000, help="dimensions")
     args = ap.parse_args(argv)
 

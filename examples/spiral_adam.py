@@ -30,7 +30,7 @@ def make_spiral(points_per_class, classes=3, noise=0.2, seed=0):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--points", type=int, default=100, help="points per class")
     ap.add_argument("--steps", type=int, default=400)
     ap.add_argument("--hidden", type=int, default=64)

@@ -14,7 +14,17 @@ As in torch, a parameter without a gradient is skipped: one that no
 ``backward()`` has reached yet (and whose grad was not assigned), or whose
 gradient ``zero_grad()`` has cleared (its default, ``set_to_none=True``,
 like torch's).  ``.grad`` still reads 0 for such a parameter.
+
+The hyperparameters are also ``opt.param_groups[0]``, torch's dict of
+them (one group: every parameter shares them), so a learning-rate
+scheduler written for torch, ``ad.optim.lr_scheduler``'s or one's own,
+sets ``group['lr']`` and the next step uses it.  ``state_dict()`` and
+``load_state_dict()`` save and restore step counts, moments and
+hyperparameters, keyed by parameter position as torch keys them.
 """
+import sys
+from collections.abc import MutableMapping
+
 import numpy as np
 
 from . import _core
@@ -22,8 +32,13 @@ from ._core import ffi, lib
 from .array import Array
 from .tape import Tape
 from .value import Value
+from . import lr_scheduler
 
-__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop"]
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "lr_scheduler"]
+
+# torch's spelling, ``from torch.optim.lr_scheduler import StepLR``, works
+# here too, the way os makes ``os.path`` importable
+sys.modules[__name__ + ".lr_scheduler"] = lr_scheduler
 
 _LEAF = _core.OPS["LEAF"]
 
@@ -105,12 +120,57 @@ def _beta(index):
     return check
 
 
+class _ParamGroup(MutableMapping):
+    """``opt.param_groups[0]``: torch's dict of a group's hyperparameters.
+    Its hyperparameter keys are the optimizer's own (read from and checked
+    into the C struct, which every step reads), 'params' is the parameter
+    list, and any other key (a scheduler's 'initial_lr') is kept here, as
+    a dict would keep it."""
+
+    def __init__(self, opt):
+        self._opt = opt
+        self._extra = {}
+
+    def __getitem__(self, key):
+        if key == "params":
+            return self._opt.params
+        if key in self._opt._hyper_names:
+            return getattr(self._opt, key)
+        return self._extra[key]
+
+    def __setitem__(self, key, value):
+        if key == "params":
+            raise TypeError("an optimizer's parameters are fixed when it is "
+                            "made; make a new optimizer for other ones")
+        if key in self._opt._hyper_names:
+            setattr(self._opt, key, value)
+        else:
+            self._extra[key] = value
+
+    def __delitem__(self, key):
+        if key == "params" or key in self._opt._hyper_names:
+            raise KeyError(f"can't delete {key!r}: the optimizer needs it")
+        del self._extra[key]
+
+    def __iter__(self):
+        yield "params"
+        yield from self._opt._hyper_names
+        yield from self._extra
+
+    def __len__(self):
+        return 1 + len(self._opt._hyper_names) + len(self._extra)
+
+    def __repr__(self):
+        return repr(dict(self))
+
+
 class Optimizer:
     """What SGD, Adam, AdamW and RMSprop share: the parameter table, the
-    state vectors, ``step()`` and ``zero_grad()``."""
+    state vectors, ``step()``, ``zero_grad()``, ``param_groups`` and the
+    state dicts."""
 
     _rule = None          # enum ad_optim_rule
-    _nstate = 0           # state vectors the rule uses
+    _state_names = ()     # torch's names of the state vectors the rule uses
 
     lr = _Hyper("lr", _nonnegative("learning rate"))
     weight_decay = _Hyper("weight_decay", _nonnegative("weight_decay value"))
@@ -122,6 +182,7 @@ class Optimizer:
         for name, value in hyper.items():
             setattr(self, name, value)
         self.params = _param_list(params)
+        self.param_groups = [_ParamGroup(self)]
         self._build_table()
 
     def _build_table(self):
@@ -141,7 +202,7 @@ class Optimizer:
         nstate = int(used.sum())
         self._steps = np.zeros(len(params))
         # state vectors: zeros, as torch initializes them on a first step
-        self._state = [np.zeros(nstate) for _ in range(self._nstate)]
+        self._state = [np.zeros(nstate) for _ in self._state_names]
         self._values = [p for p in params if isinstance(p, Value)]
         self._scalar_data = ffi.new("double[]", max(len(self._values), 1))
         self._generations = [t.generation for t in tapes]
@@ -193,6 +254,110 @@ class Optimizer:
         self._prepare()
         _core.check(lib.ad_optim_zero_grad(self._o, bool(set_to_none)), self._o)
 
+    # -- state dicts -----------------------------------------------------------
+
+    def _state_slices(self, k):
+        """Parameter k's element range in the state vectors, and its shape."""
+        p = self.params[k]
+        off = int(self._offset[k])
+        shape = () if isinstance(p, Value) else p.shape
+        return slice(off, off + max(int(self._size[k]), 1)), shape
+
+    def state_dict(self):
+        """torch's layout: {'state': {k: {'step': ..., buffers...}},
+        'param_groups': [{hyperparameters..., 'params': [0, 1, ...]}]}, k
+        the parameter's position; a parameter that has taken no step has
+        no state, as in torch.  Buffers are copies: ndarrays of the
+        parameter's shape for an Array, floats for a Value."""
+        state = {}
+        for k in range(len(self.params)):
+            if self._steps[k] == 0:
+                continue
+            at, shape = self._state_slices(k)
+            entry = {"step": float(self._steps[k])}
+            for name, vec in zip(self._state_names, self._state):
+                buf = vec[at].reshape(shape)
+                entry[name] = float(buf) if shape == () else buf.copy()
+            state[k] = entry
+        group = {key: value for key, value in self.param_groups[0].items()
+                 if key != "params"}
+        group["params"] = list(range(len(self.params)))
+        return {"state": state, "param_groups": [group]}
+
+    def load_state_dict(self, state_dict):
+        """Restore what state_dict() saved, into an optimizer of the same
+        kind over parameters of the same shapes, in the same order.  The
+        whole dict is checked first: a bad one changes nothing."""
+        groups = state_dict["param_groups"]
+        if len(groups) != 1:
+            raise ValueError(f"loaded state dict has {len(groups)} parameter "
+                             "groups; this optimizer has 1")
+        group = groups[0]
+        if len(group["params"]) != len(self.params):
+            raise ValueError(f"loaded state dict has {len(group['params'])} "
+                             f"parameters; this optimizer has "
+                             f"{len(self.params)}")
+        missing = [name for name in self._hyper_names if name not in group]
+        if missing:
+            raise KeyError(f"loaded state dict has no {', '.join(missing)} "
+                           f"for {type(self).__name__}")
+        state = state_dict["state"]
+        loaded = {}
+        for k, entry in state.items():
+            if not isinstance(k, (int, np.integer)) or isinstance(k, bool):
+                raise TypeError(f"loaded state dict: the state is keyed by "
+                                f"parameter position, not {k!r}")
+            if not 0 <= k < len(self.params):
+                raise ValueError(f"loaded state dict has state for parameter "
+                                 f"{k}; this optimizer has {len(self.params)}")
+            loaded[k] = self._checked_state(k, entry)
+        self._set_hyper({name: group[name] for name in self._hyper_names})
+        extra = self.param_groups[0]._extra
+        extra.clear()
+        extra.update((key, value) for key, value in group.items()
+                     if key != "params" and key not in self._hyper_names)
+        self._steps[:] = 0.0
+        for vec in self._state:
+            vec[:] = 0.0
+        for k, (step, bufs) in loaded.items():
+            at, _ = self._state_slices(k)
+            self._steps[k] = step
+            for vec, buf in zip(self._state, bufs):
+                vec[at] = buf.ravel()
+
+    def _set_hyper(self, values):
+        """Set every hyperparameter, or (one fails its check) none."""
+        before = {name: getattr(self, name) for name in values}
+        try:
+            for name, value in values.items():
+                setattr(self, name, value)
+        except BaseException:
+            for name, value in before.items():
+                setattr(self, name, value)
+            raise
+
+    def _checked_state(self, k, entry):
+        """Parameter k's step count and buffers from a loaded state entry,
+        each buffer checked against the parameter's shape."""
+        missing = [name for name in ("step",) + self._state_names
+                   if name not in entry]
+        if missing:
+            raise KeyError(f"loaded state of parameter {k} has no "
+                           f"{', '.join(missing)} for {type(self).__name__}")
+        step = float(entry["step"])
+        if not (step >= 1 and step == int(step)):
+            raise ValueError(f"loaded state of parameter {k}: step {step} is "
+                             "not a positive whole number")
+        _, shape = self._state_slices(k)
+        bufs = []
+        for name in self._state_names:
+            buf = np.asarray(entry[name], dtype=np.float64)
+            if buf.shape != shape:
+                raise ValueError(f"loaded state of parameter {k}: {name} has "
+                                 f"shape {buf.shape}, the parameter {shape}")
+            bufs.append(buf)
+        return step, bufs
+
     def __repr__(self):
         hyper = ", ".join(f"{name}={getattr(self, name)!r}"
                           for name in self._hyper_names)
@@ -209,7 +374,7 @@ class SGD(Optimizer):
     """
 
     _rule = lib.AD_OPTIM_SGD
-    _nstate = 1
+    _state_names = ("momentum_buffer",)
     _hyper_names = ("lr", "momentum", "dampening", "nesterov", "weight_decay")
     momentum = _Hyper("momentum", _nonnegative("momentum value"))
     dampening = _Hyper("dampening", float)
@@ -237,7 +402,7 @@ class Adam(Optimizer):
     """
 
     _rule = lib.AD_OPTIM_ADAM
-    _nstate = 2
+    _state_names = ("exp_avg", "exp_avg_sq")
     _decoupled = False
     _hyper_names = ("lr", "betas", "eps", "weight_decay")
     eps = _Hyper("eps", _nonnegative("epsilon value"))
@@ -285,7 +450,7 @@ class RMSprop(Optimizer):
     """
 
     _rule = lib.AD_OPTIM_RMSPROP
-    _nstate = 3
+    _state_names = ("square_avg", "momentum_buffer", "grad_avg")
     _hyper_names = ("lr", "alpha", "eps", "weight_decay", "momentum",
                     "centered")
     alpha = _Hyper("alpha", _nonnegative("alpha value"))

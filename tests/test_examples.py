@@ -1,6 +1,9 @@
-"""The scripts in examples/ run (at a small size) and reach their goal."""
+"""The scripts in examples/ run (at a small size) and reach their goal,
+and each says what it does in --help."""
+import glob
 import importlib.util
 import os
+import re
 
 import pytest
 
@@ -13,6 +16,25 @@ def load(name):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+NAMES = sorted(os.path.splitext(os.path.basename(path))[0]
+               for path in glob.glob(os.path.join(EXAMPLES, "*.py")))
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_help_describes_the_example_in_one_sentence(name, capsys):
+    example = load(name)
+    with pytest.raises(SystemExit) as exit_:
+        example.main(["--help"])
+    assert exit_.value.code == 0
+    out = capsys.readouterr().out
+    assert out.startswith("usage: ")
+    description = " ".join(out.split("\n\n")[1].split())
+    assert description == " ".join(example.__doc__.split("\n\n")[0].split())
+    assert description.endswith(".")
+    # one sentence: no sentence ends before the last character
+    assert not re.search(r"[.!?]\s+[A-Z]", description), description
 
 
 def test_linear_regression_recovers_the_line(capsys):
