@@ -701,31 +701,11 @@ class Tape:
         if self._entered:
             raise TapeError("this tape is in use: it is released when its "
                             "'with' block ends")
-        self.flush()
-        # keep the gradients of the Values and Arrays someone still holds
-        # (the leaves standing for imported ones are this tape's own)
-        self.imports = {}
-        nodes = self.nodes if keep_grads else []
-        refs = np.fromiter(map(sys.getrefcount, nodes), np.intp, len(nodes))
-        c = self._c
         self._frozen = {}
-        for i in (refs > _BASE_REFS).nonzero()[0].tolist():
-            if c.aux[i] < 0:
-                self._frozen[i] = c.grad[i]
-                continue
-            p = lib.ad_array_grad_take(c, i)      # handed over, not copied
-            if p != ffi.NULL:
-                d = nodes[i]._d
-                self._frozen_arrays[i] = buffers.adopt(p, d.shape, d.size)
-        self.closed = True
-        self.nodes = []
-        self.buf = bytearray()
-        self.imports = {}
-        self.externs = {}
-        self.pools = {}
-        parent, self.parent = self.parent, None
-        self._c = None
-        self.limit = -1
+        if keep_grads:
+            self._freeze_grads()
+        parent = self.parent
+        self.discard()
         # A step's block often ends here, and the arrays made outside it
         # (parameters, inputs) that the last step dropped lie on the
         # enclosing tape: reclaim them now, while that costs little per
@@ -735,6 +715,41 @@ class Tape:
                     RELEASE_COMPACT_ELEMENTS,
                     COMPACT_ELEMENTS_PER_ENTRY * len(parent.nodes)):
             parent.compact()
+
+    def _freeze_grads(self):
+        """Keep the gradients of the Values and Arrays someone still holds
+        (the leaves standing for imported ones are this tape's own)."""
+        self.flush()
+        self.imports = {}
+        nodes = self.nodes
+        refs = np.fromiter(map(sys.getrefcount, nodes), np.intp, len(nodes))
+        c = self._c
+        for i in (refs > _BASE_REFS).nonzero()[0].tolist():
+            if c.aux[i] < 0:
+                self._frozen[i] = c.grad[i]
+                continue
+            p = lib.ad_array_grad_take(c, i)      # handed over, not copied
+            if p != ffi.NULL:
+                d = nodes[i]._d
+                self._frozen_arrays[i] = buffers.adopt(p, d.shape, d.size)
+
+    def discard(self):
+        """Free the C tape and let go of the entries, keeping nothing: the
+        nodes refer back to the tape, so until then the tape and its nodes
+        are a reference cycle.  Safe from any thread (a trace collected
+        there): it touches no other tape."""
+        self.closed = True
+        if self._frozen is None:
+            self._frozen = {}       # no gradients kept: they read as 0
+        self.nodes = []
+        self.buf = bytearray()
+        self.imports = {}
+        self.externs = {}
+        self.pools = {}
+        self.guards = None
+        self.parent = None
+        self._c = None
+        self.limit = -1
 
     # -- inspection --------------------------------------------------------
 
