@@ -37,7 +37,7 @@ def _leaf_kind(x, what):
     if x.__class__ is float:                                # the common cases
         return "float", (), x
     if x.__class__ is np.ndarray and x.dtype == np.float64:
-        return "array", x.shape, x.copy()
+        return "array", x.shape, x
     from .array import Array
     from .value import Value
     if isinstance(x, Value):
@@ -62,8 +62,9 @@ def _leaf_kind(x, what):
 
 
 def flatten(x, what="argument"):
-    """(leaves, Structure): leaves are floats, float64 ndarrays (copies) or
-    the Values/Arrays found in x."""
+    """(leaves, Structure): leaves are floats, float64 ndarrays (x's own
+    where they are float64 already: not copied, as Array() copies what it
+    records) or the Values/Arrays found in x."""
     leaves, kinds, shapes = [], [], []
     node = _walk(x, what, leaves, kinds, shapes)
     return leaves, Structure(node, kinds, shapes)
