@@ -1,8 +1,9 @@
 """Memory a derivative makes is freed when it is done with, by reference
-counting alone: no call of the functional API and no recording leaves a
-reference cycle for the collector."""
+counting alone: no call of the functional API, no recording, no
+micrograd-style custom op leaves a reference cycle for the collector."""
 import contextlib
 import gc
+import tracemalloc
 import weakref
 
 import numpy as np
@@ -11,6 +12,10 @@ import pytest
 import pyautodiff as ad
 import pyautodiff.autograd as ag
 import pyautodiff.autograd.numpy as anp
+from pyautodiff import tape as tape_module
+from pyautodiff.micrograd.engine import Value as MValue
+
+import micrograd.engine
 
 X = np.linspace(0.1, 1.0, 5)
 V = np.linspace(-1.0, 1.0, 5)
@@ -181,3 +186,75 @@ def test_a_failed_call_leaves_no_cycles(call, error):
             with pytest.raises(error):
                 call()
         assert collect() == 0
+
+
+# -- micrograd: a custom op's closure refers to its own node ---------------------
+
+def cube(self):
+    """The custom op of micrograd's lecture, written as micrograd does."""
+    out = type(self)(self.data ** 3, (self,), "cube")
+
+    def _backward():
+        self.grad += 3 * self.data ** 2 * out.grad
+    out._backward = _backward
+    return out
+
+
+def _train(Value, steps, w=0.5):
+    """steps of gradient descent on (cube(w * x) - 0.01)**2; w's value."""
+    w = Value(w)
+    for step in range(steps):
+        x = Value(0.3 + step % 7 * 0.01)
+        loss = (cube(w * x) - 0.01) ** 2
+        w.grad = 0
+        loss.backward()
+        w.data -= 0.5 * w.grad
+    return w.data
+
+
+def test_custom_op_nodes_are_dropped_by_compaction():
+    expected = _train(micrograd.engine.Value, 200)   # (whose cycles remain)
+    with collector_off() as collect, ad.Tape() as t:
+        assert _train(MValue, 200) == pytest.approx(expected, rel=1e-12)
+        t.compact()
+        assert len(t) == 0              # every step's nodes: nothing holds them
+        assert collect() == 0
+
+
+def test_custom_op_training_memory_stays_bounded(monkeypatch):
+    # compact every few hundred steps (instead of every 10,000) to see it soon
+    monkeypatch.setattr(tape_module, "COMPACT_MIN", 1024)
+    with collector_off() as collect, ad.Tape() as t:
+        t.compact_at = tape_module.COMPACT_MIN
+        _train(MValue, 100)
+        tracemalloc.start()
+        try:
+            start = tracemalloc.get_traced_memory()[0]
+            _train(MValue, 3000)
+            grown = tracemalloc.get_traced_memory()[0] - start
+        finally:
+            tracemalloc.stop()
+        assert grown < 1_000_000        # kept for good, the nodes cost ~1 KB a step
+        assert len(t) < 2 * tape_module.COMPACT_MIN
+        assert collect() == 0
+
+
+def test_what_a_kept_custom_node_holds_stays_on_the_tape():
+    # y's closure and children alone hold wx (no variable does): compaction
+    # must keep wx with y, and y's gradient must come out as micrograd's
+    def run(Value, tape=None):
+        w, x = Value(0.5), Value(0.7)
+        y = cube(w * x)
+        spare = cube(w)                 # held through its rule only
+        spare.grad = 2.0
+        rule = spare._backward
+        del spare
+        if tape is not None:
+            tape.compact()
+        y.backward()
+        rule()
+        return w.grad, x.grad
+
+    with ad.Tape() as t:
+        got = run(MValue, t)
+    assert got == pytest.approx(run(micrograd.engine.Value), rel=1e-12)
