@@ -13,7 +13,9 @@ Memory is reclaimed by compaction: a node that only the tape refers to (its
 reference count says so) and that no such referenced node depends on is
 dropped from both ``nodes`` and the C tape, and the survivors are renumbered.
 Values hold no references to each other (``_prev`` is read from the tape), so
-the reference count is exact.  Compaction runs when the tape has doubled
+the reference count is exact; micrograd's nodes of the user's own, which do
+(children, a closure as derivative rule), are accounted for apart
+(``Tape._kept_with_rules``).  Compaction runs when the tape has doubled
 since the last one, so its cost per recorded operation stays bounded.
 
 Tape state is per thread (``threading.local``): each thread records on its
@@ -322,7 +324,7 @@ class Tape:
         return keep
 
     def _kept_with_rules(self, refs):
-        """compact()'s keep mask on a tape with derivative rules in Python
+        """_in_use() on a tape with derivative rules in Python
         (micrograd's ``out._backward = closure``): such a closure refers to
         its own node, so by reference counts alone the node would be used
         for good.  References a node alone holds (node._held(): its
