@@ -118,7 +118,10 @@ def check(status, ctape, owner=None):
     extern rule's own exception comes back as itself."""
     if status == lib.AD_ECALLBACK and owner is not None and owner.callback_error:
         exc, owner.callback_error = owner.callback_error, None
-        raise exc
+        try:
+            raise exc
+        finally:
+            del exc     # this frame, in exc's traceback, would keep exc: a cycle
     if status != lib.AD_OK:
         message = ffi.string(ctape.errmsg).decode(errors="replace")
         raise _EXCEPTIONS.get(status, RuntimeError)(message)

@@ -367,7 +367,10 @@ def one_call_evaluator(rec):
             return None
         return f[0], float(g) if kind == "float" else g
 
-    value_and_grad.attached = keep     # alive while o points into it
+    # alive while o points into it, but for rec itself: rec keeps this
+    # function (Recorded._evaluate), and keeping rec here would make the
+    # two a cycle that holds the recording until the collector runs
+    value_and_grad.attached = keep[1:]
     return value_and_grad
 
 

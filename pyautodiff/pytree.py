@@ -37,7 +37,7 @@ def _leaf_kind(x, what):
     if x.__class__ is float:                                # the common cases
         return "float", (), x
     if x.__class__ is np.ndarray and x.dtype == np.float64:
-        return "array", x.shape, x.copy()
+        return "array", x.shape, x
     from .array import Array
     from .value import Value
     if isinstance(x, Value):
@@ -62,39 +62,46 @@ def _leaf_kind(x, what):
 
 
 def flatten(x, what="argument"):
-    """(leaves, Structure): leaves are floats, float64 ndarrays (copies) or
-    the Values/Arrays found in x."""
+    """(leaves, Structure): leaves are floats, float64 ndarrays (x's own
+    where they are float64 already: not copied, as Array() copies what it
+    records) or the Values/Arrays found in x."""
     leaves, kinds, shapes = [], [], []
-
-    def walk(v):
-        if isinstance(v, (list, tuple)):
-            return (type(v), tuple(walk(e) for e in v))
-        if isinstance(v, dict):
-            keys = tuple(v)
-            return (dict, keys, tuple(walk(v[k]) for k in keys))
-        kind, shape, leaf = _leaf_kind(v, what)
-        leaves.append(leaf)
-        kinds.append(kind)
-        shapes.append(tuple(shape))
-        return None
-
-    node = walk(x)
+    node = _walk(x, what, leaves, kinds, shapes)
     return leaves, Structure(node, kinds, shapes)
+
+
+# The walks are module functions, not closures that call themselves: such
+# a closure is a reference cycle (function -> cell -> function) that holds
+# every leaf it saw until the cycle collector runs, the arguments' arrays
+# and the traced leaves with them.
+
+def _walk(v, what, leaves, kinds, shapes):
+    """v's container nodes; its leaves appended to the three lists."""
+    if isinstance(v, (list, tuple)):
+        return (type(v), tuple(_walk(e, what, leaves, kinds, shapes) for e in v))
+    if isinstance(v, dict):
+        keys = tuple(v)
+        return (dict, keys, tuple(_walk(v[k], what, leaves, kinds, shapes)
+                                  for k in keys))
+    kind, shape, leaf = _leaf_kind(v, what)
+    leaves.append(leaf)
+    kinds.append(kind)
+    shapes.append(tuple(shape))
+    return None
 
 
 def unflatten(structure, leaves):
     """The nested value of structure with these leaves, in order."""
-    it = iter(leaves)
+    return _build(structure.node, iter(leaves))
 
-    def build(node):
-        if node is None:
-            return next(it)
-        if node[0] is dict:
-            return {k: build(n) for k, n in zip(node[1], node[2])}
-        items = [build(n) for n in node[1]]
-        return node[0](items) if node[0] in (list, tuple) else node[0](*items)
 
-    return build(structure.node)
+def _build(node, it):
+    if node is None:
+        return next(it)
+    if node[0] is dict:
+        return {k: _build(n, it) for k, n in zip(node[1], node[2])}
+    items = [_build(n, it) for n in node[1]]
+    return node[0](items) if node[0] in (list, tuple) else node[0](*items)
 
 
 def as_leaf(kind, value):

@@ -13,7 +13,9 @@ Memory is reclaimed by compaction: a node that only the tape refers to (its
 reference count says so) and that no such referenced node depends on is
 dropped from both ``nodes`` and the C tape, and the survivors are renumbered.
 Values hold no references to each other (``_prev`` is read from the tape), so
-the reference count is exact.  Compaction runs when the tape has doubled
+the reference count is exact; micrograd's nodes of the user's own, which do
+(children, a closure as derivative rule), are accounted for apart
+(``Tape._kept_with_rules``).  Compaction runs when the tape has doubled
 since the last one, so its cost per recorded operation stays bounded.
 
 Tape state is per thread (``threading.local``): each thread records on its
@@ -21,6 +23,7 @@ own tape; ``with Tape():`` pushes an explicit one, ``no_grad()`` stops
 recording, ``detect_anomaly()`` checks every result.
 """
 import contextlib
+import itertools
 import math
 import os
 import struct
@@ -267,8 +270,7 @@ class Tape:
         self.flush()
         nodes = self.nodes
         n = len(nodes)
-        refs = np.fromiter(map(sys.getrefcount, nodes), np.intp, n)
-        keep = (refs > _BASE_REFS).astype(np.uint8)
+        keep = self._in_use()
         newidx = np.empty(n, np.int64)
         _core.check(lib.ad_tape_compact(
             self._c, n, ffi.from_buffer("uint8_t[]", keep),
@@ -303,6 +305,54 @@ class Tape:
             COMPACT_MIN_ELEMENTS, COMPACT_ELEMENTS_PER_ENTRY * len(nodes)))
         del self.buf[(len(nodes) + 2 * SPILL_EVERY) << RECORD_SHIFT:]
         self._update_limit()
+
+    def _in_use(self):
+        """Which nodes (a uint8 mask) something besides the tape refers to,
+        by their reference counts; where derivative rules are Python code,
+        what those nodes hold or depend on too, and the rules of the others
+        are let go (see _kept_with_rules)."""
+        nodes = self.nodes
+        refs = np.fromiter(map(sys.getrefcount, nodes), np.intp, len(nodes))
+        if not self.custom:
+            return (refs > _BASE_REFS).astype(np.uint8)
+        keep = self._kept_with_rules(refs)
+        for k in (keep == 0).nonzero()[0].tolist():
+            # nothing outside can reach it: break its rule's cycle so that
+            # it is freed with its entry, not by the collector
+            if getattr(nodes[k], "_bw", None) is not None:
+                nodes[k]._bw = None
+        return keep
+
+    def _kept_with_rules(self, refs):
+        """_in_use() on a tape with derivative rules in Python
+        (micrograd's ``out._backward = closure``): such a closure refers to
+        its own node, so by reference counts alone the node would be used
+        for good.  References a node alone holds (node._held(): its
+        children, its rule's captured variables) are not counted as uses
+        of their targets; instead everything a used node holds, or depends
+        on on the tape, is kept with it."""
+        nodes = self.nodes
+        where = {id(node): i for i, node in enumerate(nodes)}
+        edges = {}
+        for i, node in enumerate(nodes):
+            held = getattr(node, "_held", None)
+            targets = [where[id(x)] for x in held() if id(x) in where] if held else ()
+            if targets:
+                edges[i] = targets
+                for j in targets:
+                    refs[j] -= 1
+        keep = (refs > _BASE_REFS).astype(np.uint8)
+        n = len(nodes)
+        a = np.frombuffer(ffi.buffer(self._c.a, 4 * n), np.int32).tolist()
+        b = np.frombuffer(ffi.buffer(self._c.b, 4 * n), np.int32).tolist()
+        todo = keep.nonzero()[0].tolist()
+        while todo:
+            i = todo.pop()
+            for j in itertools.chain(edges.get(i, ()), (a[i], b[i])):
+                if j >= 0 and not keep[j]:
+                    keep[j] = 1
+                    todo.append(j)
+        return keep
 
     # -- reading entries ---------------------------------------------------
 
@@ -701,31 +751,11 @@ class Tape:
         if self._entered:
             raise TapeError("this tape is in use: it is released when its "
                             "'with' block ends")
-        self.flush()
-        # keep the gradients of the Values and Arrays someone still holds
-        # (the leaves standing for imported ones are this tape's own)
-        self.imports = {}
-        nodes = self.nodes if keep_grads else []
-        refs = np.fromiter(map(sys.getrefcount, nodes), np.intp, len(nodes))
-        c = self._c
         self._frozen = {}
-        for i in (refs > _BASE_REFS).nonzero()[0].tolist():
-            if c.aux[i] < 0:
-                self._frozen[i] = c.grad[i]
-                continue
-            p = lib.ad_array_grad_take(c, i)      # handed over, not copied
-            if p != ffi.NULL:
-                d = nodes[i]._d
-                self._frozen_arrays[i] = buffers.adopt(p, d.shape, d.size)
-        self.closed = True
-        self.nodes = []
-        self.buf = bytearray()
-        self.imports = {}
-        self.externs = {}
-        self.pools = {}
-        parent, self.parent = self.parent, None
-        self._c = None
-        self.limit = -1
+        if keep_grads:
+            self._freeze_grads()
+        parent = self.parent
+        self.discard()
         # A step's block often ends here, and the arrays made outside it
         # (parameters, inputs) that the last step dropped lie on the
         # enclosing tape: reclaim them now, while that costs little per
@@ -735,6 +765,40 @@ class Tape:
                     RELEASE_COMPACT_ELEMENTS,
                     COMPACT_ELEMENTS_PER_ENTRY * len(parent.nodes)):
             parent.compact()
+
+    def _freeze_grads(self):
+        """Keep the gradients of the Values and Arrays someone still holds
+        (the leaves standing for imported ones are this tape's own)."""
+        self.flush()
+        self.imports = {}
+        nodes = self.nodes
+        c = self._c
+        for i in self._in_use().nonzero()[0].tolist():
+            if c.aux[i] < 0:
+                self._frozen[i] = c.grad[i]
+                continue
+            p = lib.ad_array_grad_take(c, i)      # handed over, not copied
+            if p != ffi.NULL:
+                d = nodes[i]._d
+                self._frozen_arrays[i] = buffers.adopt(p, d.shape, d.size)
+
+    def discard(self):
+        """Free the C tape and let go of the entries, keeping nothing: the
+        nodes refer back to the tape, so until then the tape and its nodes
+        are a reference cycle.  Safe from any thread (a trace collected
+        there): it touches no other tape."""
+        self.closed = True
+        if self._frozen is None:
+            self._frozen = {}       # no gradients kept: they read as 0
+        self.nodes = []
+        self.buf = bytearray()
+        self.imports = {}
+        self.externs = {}
+        self.pools = {}
+        self.guards = None
+        self.parent = None
+        self._c = None
+        self.limit = -1
 
     # -- inspection --------------------------------------------------------
 

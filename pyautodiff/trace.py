@@ -63,6 +63,7 @@ class Trace:
     guards, every comparison f makes is recorded for replays to check."""
 
     _variables = None            # variables(), once asked for
+    tape = None                  # until made (an argnum may be refused first)
 
     def __init__(self, f, args, kwargs, argnum, name, inputs=None, guards=False):
         argnum = checked(f, argnum, name)
@@ -107,6 +108,13 @@ class Trace:
 
     def release(self):
         self.tape.release(keep_grads=False)
+
+    def __del__(self):
+        # A trace kept past its call (vjp's vjp_fn, a recording) owns its
+        # tape, whose nodes refer back to it: free them with the trace, so
+        # that no cycle waits for the collector.
+        if self.tape is not None and not self.tape.closed:
+            self.tape.discard()
 
     # -- the output ------------------------------------------------------------
     # The result may be a float, an array, a Value or Array, or lists,

@@ -1052,3 +1052,20 @@ def test_an_argument_named_twice_gets_its_gradient_twice():
     j0, j1 = ad.jacobian(lambda x: x * x, argnum=(0, 0))(x)
     np.testing.assert_array_equal(j0, np.diag([2.0, 4.0]))
     np.testing.assert_array_equal(j1, np.diag([2.0, 4.0]))
+
+
+def test_the_arguments_arrays_are_read_not_written():
+    # the traced leaves are the Arrays' own copies: assigning one's data in
+    # f, or replaying a recording at new points, leaves the caller's arrays
+    x, y = np.array([1.0, 2.0]), np.array([3.0, 4.0])
+
+    def f(d):
+        a = d["a"][0]
+        a.data = a.data * 10.0
+        return ad.sum(a * a)
+
+    assert ad.grad(f)({"a": [x]})["a"][0] == pytest.approx([20.0, 40.0])
+    F = ad.record(lambda v: ad.sum(v * v), x)
+    np.testing.assert_array_equal(F.grad(y), [6.0, 8.0])
+    np.testing.assert_array_equal(x, [1.0, 2.0])
+    np.testing.assert_array_equal(y, [3.0, 4.0])

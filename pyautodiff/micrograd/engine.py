@@ -17,11 +17,13 @@ What it keeps from micrograd, on purpose:
   A backward over a tape holding such nodes runs micrograd's own algorithm
   (a topological sort, then each node's ``_backward``, the built-in ones
   applying their rule in C), so they behave exactly as in micrograd.  Their
-  closures refer to Values, so those Values stay on the tape until it is
-  released.
+  closures refer to their own nodes (a cycle): the tape's compaction
+  counts such references as the node's own (``_held``), so a node nothing
+  else holds is dropped, and freed, with them.
 """
 import functools
 import numbers
+import sys
 
 import numpy as np
 
@@ -98,6 +100,28 @@ class Value(_Value):
             self._t.custom += 1
         self._bw = fn
 
+    def _held(self):
+        """The objects this node alone refers to: its children, and what
+        its rule's closure captured, where nothing else holds the tuple,
+        the function or the cell in between.  The tape's compaction does
+        not count these references as uses (a closure that captures its
+        own node would otherwise keep it for good)."""
+        held = []
+        kids = getattr(self, "_kids", None)
+        if kids is not None and sys.getrefcount(kids) <= _ONE_OWNER:
+            held += kids
+        fn = getattr(self, "_bw", None)
+        if fn is not None and sys.getrefcount(fn) <= _ONE_OWNER:
+            cells = getattr(fn, "__closure__", None)
+            if cells is not None and sys.getrefcount(cells) <= _ONE_OWNER:
+                for cell in cells:
+                    if sys.getrefcount(cell) <= _ONE_OWNER:
+                        try:
+                            held.append(cell.cell_contents)
+                        except ValueError:      # a variable not yet bound
+                            pass
+        return held
+
     def backward(self):
         t = self._t
         if t is DETACHED or not t.custom:
@@ -132,6 +156,17 @@ class Value(_Value):
 
 def _nothing():
     return None
+
+
+def _one_owner():
+    # What sys.getrefcount says of an object bound to a local variable
+    # while exactly one other object refers to it, as _held() asks.
+    owner = [object()]
+    x = owner[0]
+    return sys.getrefcount(x)
+
+
+_ONE_OWNER = _one_owner()
 
 
 def _topological_order(root):
