@@ -560,7 +560,9 @@ def _binary(self, other, name):
         return _detached_binary(self, other, name)
     vv_op, vc_op, cexpr = BINARY[name]
     reflected = vv_op is None
-    if isinstance(other, numbers.Real) and not isinstance(other, (bool, np.bool_)):
+    if isinstance(other, (bool, np.bool_)):
+        other = float(other)        # as NumPy computes with a bool: 0 or 1
+    if isinstance(other, numbers.Real):
         c = -float(other) if cexpr == "-other" else float(other)
         op = _SQUARE if vc_op == "POWC" and c == 2.0 else OPS[vc_op]
         return _new(t, op, _operand(self, t)[0], -1, c, self._d.shape,
