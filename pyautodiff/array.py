@@ -21,7 +21,7 @@ from . import _core, buffers
 from ._core import TapeError, ffi, lib
 from .extern import ExternRule, record_extern
 from .tape import NO_GRAD, current_tape, recording_tape, state
-from .value import BINARY, UNARY, Value, _indent
+from .value import BINARY, COMPARISONS, UNARY, Value, _indent
 
 OPS = _core.OPS
 
@@ -60,6 +60,10 @@ class Array:
     # the row holding them; _v: the values (an ndarray), not set for such a
     # result until they are first read (_d)
     __slots__ = ("_v", "_i", "_t", "_p", "_b", "_j")
+
+    # == is elementwise (a mask), so an Array is unhashable, as an ndarray
+    # is: the package keys Arrays by id() where it needs identity
+    __hash__ = None
 
     # NumPy interop: np.exp(a), ndarray * a, np.sum(a, axis=0) ... land here
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
@@ -452,10 +456,11 @@ _SHAPE_ARGS = ",\n        len({shape}), ffi.new('int64_t[]', {shape})"
 # common case, a parameter used in a tape's block: the checks are those of
 # adopt, the tape still open and enclosing t).
 IMPORTED_STEPS = """\
-{index} = t.imports.get({x})
+{index} = t.imports.get(id({x}))
 if {index} is None or t.parent is not {x}._t or {x}._t.closed:
-    {index} = t.adopt({x})
-{index} = {index}._i
+    {index} = t.adopt({x})._i
+else:
+    {index} = {index}[1]._i
 """
 
 
@@ -1026,16 +1031,21 @@ def where(condition, x, y):
 
 # -- comparisons: 1.0/0.0 masks recorded on the tape (they take no gradient) --
 
+# operator -> (op, operands swapped), a Value's and == and != elementwise
+_COMPARISONS = dict(COMPARISONS, **{"==": ("EQ", False), "!=": ("NE", False)})
+
+
 def _compare(self, other, symbol):
-    from .value import COMPARISONS
     if not isinstance(other, (Array, Value, np.ndarray, numbers.Real, list, tuple)):
         return NotImplemented
-    op, swap = COMPARISONS[symbol]
+    op, swap = _COMPARISONS[symbol]
     return _binary_op(op, other, self) if swap else _binary_op(op, self, other)
 
 
+# (a Value's == is identity, which defers to these for an Array: value ==
+# array is the Array's reflected, elementwise comparison)
 for _symbol, _name in (("<", "__lt__"), ("<=", "__le__"), (">", "__gt__"),
-                       (">=", "__ge__")):
+                       (">=", "__ge__"), ("==", "__eq__"), ("!=", "__ne__")):
     setattr(Array, _name, lambda self, other, _s=_symbol: _compare(self, other, _s))
 
 

@@ -1,4 +1,5 @@
-"""Comparison masks: 1.0/0.0 entries that take no gradient, mixed with
+"""Comparison masks (< <= > >= == != and NumPy's comparison ufuncs):
+1.0/0.0 entries that take no gradient, mixed with
 Values, Arrays, ndarrays and floats on either side, then reduced, combined
 and differentiated every way the package can (backward, ad.grad,
 ad.hessian, ad.record).  Oracles: NumPy's comparisons and central
@@ -10,6 +11,8 @@ import operator
 import numpy as np
 import pytest
 
+import autograd
+import autograd.numpy as hips_np
 import pyautodiff as ad
 import pyautodiff.autograd as ag
 import pyautodiff.autograd.numpy as anp
@@ -57,7 +60,8 @@ OPERANDS = {"s": lambda s, v, z: s, "v": lambda s, v, z: v,
             "z": lambda s, v, z: z, "c": lambda s, v, z: C_FLOAT,
             "C": lambda s, v, z: C_ARRAY}
 COMPARE = {"<": operator.lt, "<=": operator.le, ">": operator.gt,
-           ">=": operator.ge, "np.less": np.less,
+           ">=": operator.ge, "==": operator.eq, "!=": operator.ne,
+           "np.less": np.less,
            "np.less_equal": np.less_equal, "np.greater": np.greater,
            "np.greater_equal": np.greater_equal, "np.equal": np.equal,
            "np.not_equal": np.not_equal}
@@ -141,3 +145,111 @@ def test_masks_of_any_operands_differentiate_every_way(op, left, right, after):
         close(F(s2, v2, z2), value2)
         for got, want in zip(F.grad(s2, v2, z2), grads2):
             close(got, want)
+
+
+# -- == and != are elementwise, as NumPy's ------------------------------------
+
+def test_equality_is_an_elementwise_mask():
+    a = ad.Array([0.0, 2.0, 0.0])
+    for got, want in ((a == 0.0, [1, 0, 1]), (a != 0.0, [0, 1, 0]),
+                      (0.0 == a, [1, 0, 1]), (a == a, [1, 1, 1]),
+                      (a != np.array([0.0, 1.0, 1.0]), [0, 1, 1]),
+                      (a == [0.0, 2.0, 1.0], [1, 1, 0]),
+                      (np.equal(a, 2.0), [0, 1, 0]),
+                      (np.not_equal(2.0, a), [1, 0, 1]),
+                      (ad.Value(2.0) == a, [0, 1, 0]),
+                      (a == ad.Value(2.0), [0, 1, 0]),
+                      (ad.Value(2.0) != a, [1, 0, 1])):
+        assert isinstance(got, ad.Array)
+        np.testing.assert_array_equal(got.data, want)
+
+
+def test_where_on_equality_has_numpys_gradient():
+    f = lambda x: np.where(x == 0.0, 5 * x, x ** 2).sum()      # noqa: E731
+    hips = autograd.grad(lambda x: hips_np.where(x == 0.0, 5 * x, x ** 2).sum())
+    x = np.array([0.0, 2.0])
+    np.testing.assert_array_equal(hips(x), [5.0, 4.0])
+    np.testing.assert_array_equal(ad.grad(f)(x), hips(x))
+    np.testing.assert_array_equal(ag.grad(f)(x), hips(x))
+    g = lambda x: np.where(x != 0.0, x ** 2, 5 * x).sum()      # noqa: E731
+    np.testing.assert_array_equal(ad.grad(g)(x), hips(x))
+
+
+def test_arrays_are_unhashable_as_ndarrays_are():
+    assert np.ndarray.__hash__ is None and ad.Array.__hash__ is None
+    with pytest.raises(TypeError, match="unhashable"):
+        {ad.Array([1.0]): 0}
+    v = ad.Value(1.0)                  # a Value keeps micrograd's identity
+    assert v != ad.Value(1.0) and v == v and {v: 0}[v] == 0
+
+
+def test_equality_masks_index_choose_and_decide():
+    a = ad.Array([0.0, 3.0, 0.0, 1.0])
+    np.testing.assert_array_equal(a[a == 0.0].data, [0.0, 0.0])
+    np.testing.assert_array_equal(a[a != 0.0].data, [3.0, 1.0])
+    np.testing.assert_array_equal(((a == 0.0) * 2.0 + a).data, [2.0, 3.0, 2.0, 1.0])
+    assert bool(a[1:2] == 3.0) and not bool(a[0:1] == 3.0)
+    assert (a == 1.0).any() and not (a == 2.0).any()
+    assert (a == a).all() and not (a != a).any()
+    with pytest.raises(ValueError, match="ambiguous"):
+        bool(a == 0.0)
+    (a[a != 0.0] ** 2).sum().backward()
+    np.testing.assert_array_equal(a.grad, [0.0, 6.0, 0.0, 2.0])
+
+
+def test_equality_masks_are_guards_in_a_recording():
+    def f(x):
+        return (x[x == 0.0] + 1.0).sum() + x.sum()
+    F = ad.record(f, np.array([0.0, 2.0, 3.0]))
+    assert F(np.array([0.0, 5.0, 1.0])) == 7.0
+    np.testing.assert_array_equal(F.grad(np.array([0.0, 5.0, 1.0])), [2.0, 1.0, 1.0])
+    with pytest.raises(ad.BranchError, match="mask"):
+        F(np.array([1.0, 2.0, 3.0]))
+    G = ad.record(lambda x: x.sum() if (x == 1.0).any() else -x.sum(),
+                  np.array([1.0, 2.0]))
+    assert G(np.array([1.0, 5.0])) == 6.0
+    with pytest.raises(ad.BranchError):
+        G(np.array([3.0, 2.0]))
+
+
+def test_equal_arrays_stay_distinct_parameters_and_imports():
+    w, b = ad.Array([1.0, 2.0]), ad.Array([1.0, 2.0])  # equal values, two params
+    opt = ad.optim.SGD([w, b], lr=0.5)
+    (w * 3.0 + b).sum().backward()
+    opt.step()
+    np.testing.assert_array_equal(w.data, [-0.5, 0.5])
+    np.testing.assert_array_equal(b.data, [0.5, 1.5])
+    with pytest.raises(ValueError, match="same parameter twice"):
+        ad.optim.Adam([w, b, w])
+
+    class Two(ad.nn.Module):
+        def __init__(self):
+            self.first = ad.nn.Linear(2, 2, rng=0)
+            self.again = [self.first, w]
+            self.w, self.b = w, b
+    params = Two().parameters()
+    assert len(params) == 4 and params[2] is w and params[3] is b
+
+    opt.zero_grad()
+    with ad.Tape():                     # two equal Arrays imported, each once
+        w.data = b.data
+        (w * b + w).sum().backward()
+    np.testing.assert_array_equal(w.grad, [1.5, 2.5])   # b + 1
+    np.testing.assert_array_equal(b.grad, [0.5, 1.5])   # w
+
+
+def test_arrays_in_pytrees_and_nested_derivatives():
+    x = np.array([1.0, 2.0])            # one ndarray twice: two leaves
+    f = lambda p: (p["a"] * p["b"][0] * (p["a"] == 1.0)).sum() + p["b"][1].sum()  # noqa: E731
+    g = ad.grad(f)({"a": x, "b": [x, np.array([1.0, 1.0])]})
+    np.testing.assert_array_equal(g["a"], [1.0, 0.0])
+    np.testing.assert_array_equal(g["b"][0], [1.0, 0.0])
+    np.testing.assert_array_equal(g["b"][1], [1.0, 1.0])
+    jac = ad.jacobian(lambda x: {"m": x == 1.0, "y": x * 2.0})(x)
+    np.testing.assert_array_equal(jac["m"], np.zeros((2, 2)))
+    np.testing.assert_array_equal(jac["y"], 2.0 * np.eye(2))
+    # a derivative inside a derivative imports the outer Arrays by identity
+    h = ad.grad(lambda y: ad.grad(lambda z: (z * z * (z == 1.0)).sum())(y).sum())
+    np.testing.assert_array_equal(h(np.array([1.0, 3.0])), [2.0, 0.0])
+    with pytest.raises(NotImplementedError, match="not one of its arguments"):
+        ad.grad(lambda y: ad.grad(lambda z: (z * y).sum())(y).sum())(x)
