@@ -20,7 +20,7 @@ except ImportError:          # NumPy < 2
 from . import _core, buffers
 from ._core import TapeError, ffi, lib
 from .extern import ExternRule, record_extern
-from .tape import NO_GRAD, current_tape, recording_tape, state
+from .tape import DETACHED, NO_GRAD, current_tape, recording_tape, state
 from .value import BINARY, COMPARISONS, UNARY, Value, _indent
 
 OPS = _core.OPS
@@ -765,6 +765,7 @@ def _install():
 
 
 _install()
+Array.abs = Array.__abs__         # a.abs(), as NumPy's abs(a)
 
 
 # -- matrix products: NumPy (BLAS) in both directions, through an extern op --
@@ -1050,12 +1051,24 @@ for _symbol, _name in (("<", "__lt__"), ("<=", "__le__"), (">", "__gt__"),
 
 
 def _decide(a, result, what):
-    """result, a decision taken on a's values: inside ad.record a guard, so
-    a replay where a's values differ raises BranchError."""
+    """result, a decision taken on the values of a (an Array, or a Value):
+    inside ad.record a guard, so a replay where they differ raises
+    BranchError."""
     t = a._t
-    if t is not NO_GRAD and not t.closed and t.guards is not None and a._i >= 0:
-        t.guard(a, a._d.copy(), f"{what} of an Array (recorded as {result})")
+    if t is not NO_GRAD and t is not DETACHED and not t.closed and \
+            t.guards is not None and a._i >= 0:
+        kind, expected = ("an Array", a._d.copy()) if isinstance(a, Array) \
+            else ("a Value", a._d)
+        t.guard(a, expected, f"{what} of {kind} (recorded as {result})")
     return result
+
+
+def _constant_result(values):
+    """values (computed from Arrays, with a zero derivative) as an Array
+    that takes no gradient."""
+    if recording_tape() is NO_GRAD:
+        return _detached(values)
+    return _constant(values)
 
 
 def _index(index):
