@@ -88,13 +88,15 @@ _PIECEWISE_CONSTANT = frozenset({np.sign, np.floor, np.ceil, np.rint,
                                  np.floor_divide, np.heaviside})
 
 
+_NO_DERIVATIVE_UFUNCS = frozenset(f for f in _DISCRETE | _PIECEWISE_CONSTANT
+                                  if isinstance(f, np.ufunc))
+
+
 def _values(x):
     """x with the values of the Values and Arrays in it (lists, tuples)."""
-    if isinstance(x, (Array, Value)):
-        return x.data
     if isinstance(x, (list, tuple)):
         return type(x)(_values(e) for e in x)
-    return x
+    return _array._plain(x)
 
 
 def _traced(x):
@@ -122,18 +124,19 @@ def _nondifferentiable(fn, args, kwargs):
 
 
 def apply_ufunc(ufunc, method, inputs, kwargs):
-    if method == "__call__" and (ufunc in _DISCRETE or ufunc in _PIECEWISE_CONSTANT):
-        return _nondifferentiable(ufunc, inputs, kwargs)
     if method != "__call__" or kwargs.get("out") is not None:
+        if method == "__call__" and ufunc in _NO_DERIVATIVE_UFUNCS:
+            return _nondifferentiable(ufunc, inputs, kwargs)    # into out=
         raise _no_rule(f"{_public_name(ufunc)}.{method}" if method != "__call__"
                        else f"{_public_name(ufunc)} with out=")
-    inputs = _operands(inputs)
     if ufunc in _BINARY_UFUNCS:
-        return _binary(_BINARY_UFUNCS[ufunc], *inputs)
+        return _binary(_BINARY_UFUNCS[ufunc], *_operands(inputs))
     if ufunc in _UNARY_UFUNCS:
-        return getattr(inputs[0], _UNARY_UFUNCS[ufunc])()
+        return getattr(_operands(inputs)[0], _UNARY_UFUNCS[ufunc])()
     if ufunc in _OTHER_UFUNCS:
-        return _OTHER_UFUNCS[ufunc](*inputs)
+        return _OTHER_UFUNCS[ufunc](*_operands(inputs))
+    if ufunc in _NO_DERIVATIVE_UFUNCS:      # (their inputs as they came)
+        return _nondifferentiable(ufunc, inputs, kwargs)
     raise _no_rule(_public_name(ufunc))
 
 
