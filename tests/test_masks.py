@@ -1,7 +1,7 @@
 """Comparison masks (< <= > >= == != and NumPy's comparison ufuncs):
-1.0/0.0 entries that take no gradient, mixed with
-Values, Arrays, ndarrays and floats on either side, then reduced, combined
-and differentiated every way the package can (backward, ad.grad,
+1.0/0.0 entries that take no gradient, mixed with Values, Arrays, ndarrays
+and floats on either side, then reduced, combined and differentiated every
+way the package can (backward, ad.grad, ad.jacobian, ad.jvp, ad.hvp,
 ad.hessian, ad.record).  Oracles: NumPy's comparisons and central
 differences of the same function with the mask held fixed (a mask is
 piecewise constant: its derivative is zero)."""
@@ -137,6 +137,13 @@ def test_masks_of_any_operands_differentiate_every_way(op, left, right, after):
         close(got, want)
     close(ag.grad(f, 1)(S, V, Z), grads[1])
     close(ad.hessian(f, argnum=1)(S, V, Z), hess)
+    close(ad.jacobian(f, argnum=1)(S, V, Z), grads[1])
+    direction = np.arange(1.0, 7.0).reshape(V.shape)
+    value_jvp, tangent = ad.jvp(f, argnum=1)(S, V, Z, direction)
+    close(value_jvp, value)
+    close(tangent, np.sum(grads[1] * direction))
+    close(ad.hvp(f, argnum=1)(S, V, Z, direction),
+          np.tensordot(hess, direction, axes=2))
 
     # recorded once, replayed at inputs where the masks differ
     F = ad.record(f, S, V, Z, argnum=(0, 1, 2))
