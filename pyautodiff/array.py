@@ -1050,16 +1050,21 @@ for _symbol, _name in (("<", "__lt__"), ("<=", "__le__"), (">", "__gt__"),
     setattr(Array, _name, lambda self, other, _s=_symbol: _compare(self, other, _s))
 
 
+def takes_guards(a):
+    """Is a (an Array or a Value) recorded by ad.record, which keeps guards?"""
+    t = a._t
+    return t is not NO_GRAD and t is not DETACHED and not t.closed and \
+        t.guards is not None and a._i >= 0
+
+
 def _decide(a, result, what):
     """result, a decision taken on the values of a (an Array, or a Value):
     inside ad.record a guard, so a replay where they differ raises
     BranchError."""
-    t = a._t
-    if t is not NO_GRAD and t is not DETACHED and not t.closed and \
-            t.guards is not None and a._i >= 0:
+    if takes_guards(a):
         kind, expected = ("an Array", a._d.copy()) if isinstance(a, Array) \
             else ("a Value", a._d)
-        t.guard(a, expected, f"{what} of {kind} (recorded as {result})")
+        a._t.guard(a, expected, f"{what} of {kind} (recorded as {result})")
     return result
 
 

@@ -88,6 +88,19 @@ _PIECEWISE_CONSTANT = frozenset({np.sign, np.floor, np.ceil, np.rint,
                                  np.floor_divide, np.heaviside})
 
 
+# Inside ad.record, a function of one Array that reads only where it is
+# NaN, infinite or nonzero is guarded by masks of those, recorded on the
+# tape (a replay recomputes them): the guard holds exactly while the result
+# does.  Any other guards the values it read.
+_INF = float("inf")
+_NONZERO = lambda x: [x != 0.0]                 # noqa: E731
+_INFINITE = lambda x: [x < _INF, -_INF < x]     # noqa: E731  (both 0: NaN)
+_WITNESSES = {np.isnan: lambda x: [x != x], np.isinf: _INFINITE,
+              np.isfinite: _INFINITE, np.isposinf: lambda x: [x == _INF],
+              np.isneginf: lambda x: [x == -_INF], np.nonzero: _NONZERO,
+              np.flatnonzero: _NONZERO, np.argwhere: _NONZERO,
+              np.count_nonzero: _NONZERO}
+
 _NO_DERIVATIVE_UFUNCS = frozenset(f for f in _DISCRETE | _PIECEWISE_CONSTANT
                                   if isinstance(f, np.ufunc))
 
@@ -111,12 +124,17 @@ def _traced(x):
 def _nondifferentiable(fn, args, kwargs):
     """fn's result on the values of its arguments.  It depends on them off
     the tape, so inside ad.record every Array or Value it read is a guard
-    (a mask's values, when fn reads a mask: a replay where they differ
-    raises BranchError)."""
+    (a mask's values, when fn reads a mask; the masks of _WITNESSES where
+    they tell all fn reads): a replay where they differ raises
+    BranchError."""
     result = fn(*_values(args), **{k: _values(v) for k, v in kwargs.items()})
     traced = _traced(args) + _traced(list(kwargs.values()))
-    if fn not in _QUERIES:
-        for x in traced:
+    if fn not in _QUERIES and any(map(_array.takes_guards, traced)):
+        guarded = traced
+        if fn in _WITNESSES and len(traced) == 1 and args[0] is traced[0] \
+                and isinstance(traced[0], Array):
+            guarded = _WITNESSES[fn](traced[0])
+        for x in guarded:
             _array._decide(x, result, _public_name(fn))
     if fn in _PIECEWISE_CONSTANT and any(isinstance(x, Array) for x in traced):
         return _array._constant_result(result)

@@ -142,6 +142,28 @@ def test_results_read_from_a_mask_are_guards_that_hold_while_it_does():
         F(np.array([2.0, 4.0, 5.0]))
 
 
+@pytest.mark.parametrize("fn, x0, same, moved", [
+    (lambda x: np.where(np.isnan(x), 0.0, x).sum(),
+     [np.nan, 1.0, 2.0], [np.nan, 5.0, 7.0], [1.0, np.nan, 2.0]),
+    (lambda x: np.where(np.isfinite(x), x, 0.0).sum() + np.sum(np.isinf(x)),
+     [np.nan, 1.0, np.inf], [np.nan, -1.0, np.inf], [np.nan, -1.0, -np.inf]),
+    (lambda x: np.where(np.isposinf(x) | np.isneginf(x), 1.0, x).sum(),
+     [-np.inf, 1.0, np.inf], [-np.inf, 3.0, np.inf], [np.inf, 3.0, np.inf]),
+    (lambda x: (x[np.flatnonzero(x)] ** 2).sum() + np.count_nonzero(x),
+     [0.0, 1.0, 2.0], [0.0, 3.0, 4.0], [1.0, 0.0, 2.0]),
+    (lambda x: (x[tuple(np.argwhere(x).T)] ** 2).sum(),
+     [0.0, 1.0, 2.0], [0.0, 3.0, 4.0], [0.0, 0.0, 2.0]),
+])
+def test_nan_inf_and_nonzero_tests_are_guarded_by_recorded_masks(fn, x0, same, moved,
+                                                                  tmp_path):
+    F = ad.record(fn, np.array(x0))
+    F.save(tmp_path / "f.adtape")
+    for G in (F, ad.load(tmp_path / "f.adtape")):
+        assert G(np.array(same)) == fn(np.array(same))    # same masks: replays
+        with pytest.raises(ad.BranchError, match="numpy"):
+            G(np.array(moved))
+
+
 @pytest.mark.parametrize("fn, moved", [
     (lambda x: x[np.argmax(x)], [1.0, 0.5, 3.0]),
     (lambda x: x[np.argsort(x)] @ np.arange(3.0), [3.0, 2.0, 1.0]),
