@@ -169,9 +169,11 @@ AD_SIMD_CLONES static int reverse_array(ad_tape *t, double *g, int64_t i, int ch
         }
     }
     if (check) {
-        ad_view *ops[2] = {&a, t->b[i] >= 0 ? &b : 0};
+        /* a constant operand has no adjoint block: nothing to check */
+        const int32_t opnd[2] = {t->a[i], t->b[i]};
+        ad_view *ops[2] = {&a, &b};
         for (int k = 0; k < 2; ++k) {
-            if (!ops[k])
+            if (opnd[k] < 0 || !(t->flags[opnd[k]] & AD_FLAG_VARIABLE))
                 continue;
             int64_t size = 1;
             for (int d = 0; d < ops[k]->ndim; ++d)
@@ -323,7 +325,13 @@ int ad_backward_arrays(ad_tape *t, int64_t nseeds, const int64_t *idx,
     }
 
     for (int64_t i = top; i >= 0; --i) {
-        if (!(f[i] & AD_FLAG_MARK))
+        /* Only variables pass adjoints down.  Every other marked entry is
+         * a seed that depends on no variable (a comparison's mask, or a
+         * sum of one): its operands are constants, which have no adjoint
+         * blocks to write into (a comparison of variables, the one
+         * exception, has zero derivatives).                               */
+        if ((f[i] & (AD_FLAG_MARK | AD_FLAG_VARIABLE))
+                != (AD_FLAG_MARK | AD_FLAG_VARIABLE))
             continue;
         /* constants (operands depending on no variable) are not swept;
          * an array operand gets its (zeroed) adjoint block when first

@@ -20,8 +20,8 @@ except ImportError:          # NumPy < 2
 from . import _core, buffers
 from ._core import TapeError, ffi, lib
 from .extern import ExternRule, record_extern
-from .tape import NO_GRAD, current_tape, recording_tape, state
-from .value import BINARY, UNARY, Value, _indent
+from .tape import DETACHED, NO_GRAD, current_tape, recording_tape, state
+from .value import BINARY, COMPARISONS, UNARY, Value, _indent
 
 OPS = _core.OPS
 
@@ -60,6 +60,10 @@ class Array:
     # the row holding them; _v: the values (an ndarray), not set for such a
     # result until they are first read (_d)
     __slots__ = ("_v", "_i", "_t", "_p", "_b", "_j")
+
+    # == is elementwise (a mask), so an Array is unhashable, as an ndarray
+    # is: the package keys Arrays by id() where it needs identity
+    __hash__ = None
 
     # NumPy interop: np.exp(a), ndarray * a, np.sum(a, axis=0) ... land here
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
@@ -452,10 +456,11 @@ _SHAPE_ARGS = ",\n        len({shape}), ffi.new('int64_t[]', {shape})"
 # common case, a parameter used in a tape's block: the checks are those of
 # adopt, the tape still open and enclosing t).
 IMPORTED_STEPS = """\
-{index} = t.imports.get({x})
+{index} = t.imports.get(id({x}))
 if {index} is None or t.parent is not {x}._t or {x}._t.closed:
-    {index} = t.adopt({x})
-{index} = {index}._i
+    {index} = t.adopt({x})._i
+else:
+    {index} = {index}[1]._i
 """
 
 
@@ -560,7 +565,9 @@ def _binary(self, other, name):
         return _detached_binary(self, other, name)
     vv_op, vc_op, cexpr = BINARY[name]
     reflected = vv_op is None
-    if isinstance(other, numbers.Real) and not isinstance(other, (bool, np.bool_)):
+    if isinstance(other, (bool, np.bool_)):
+        other = float(other)        # as NumPy computes with a bool: 0 or 1
+    if isinstance(other, numbers.Real):
         c = -float(other) if cexpr == "-other" else float(other)
         op = _SQUARE if vc_op == "POWC" and c == 2.0 else OPS[vc_op]
         return _new(t, op, _operand(self, t)[0], -1, c, self._d.shape,
@@ -758,6 +765,7 @@ def _install():
 
 
 _install()
+Array.abs = Array.__abs__         # a.abs(), as NumPy's abs(a)
 
 
 # -- matrix products: NumPy (BLAS) in both directions, through an extern op --
@@ -1024,26 +1032,48 @@ def where(condition, x, y):
 
 # -- comparisons: 1.0/0.0 masks recorded on the tape (they take no gradient) --
 
+# operator -> (op, operands swapped), a Value's and == and != elementwise
+_COMPARISONS = dict(COMPARISONS, **{"==": ("EQ", False), "!=": ("NE", False)})
+
+
 def _compare(self, other, symbol):
-    from .value import COMPARISONS
     if not isinstance(other, (Array, Value, np.ndarray, numbers.Real, list, tuple)):
         return NotImplemented
-    op, swap = COMPARISONS[symbol]
+    op, swap = _COMPARISONS[symbol]
     return _binary_op(op, other, self) if swap else _binary_op(op, self, other)
 
 
+# (a Value's == is identity, which defers to these for an Array: value ==
+# array is the Array's reflected, elementwise comparison)
 for _symbol, _name in (("<", "__lt__"), ("<=", "__le__"), (">", "__gt__"),
-                       (">=", "__ge__")):
+                       (">=", "__ge__"), ("==", "__eq__"), ("!=", "__ne__")):
     setattr(Array, _name, lambda self, other, _s=_symbol: _compare(self, other, _s))
 
 
-def _decide(a, result, what):
-    """result, a decision taken on a's values: inside ad.record a guard, so
-    a replay where a's values differ raises BranchError."""
+def takes_guards(a):
+    """Is a (an Array or a Value) recorded by ad.record, which keeps guards?"""
     t = a._t
-    if t is not NO_GRAD and not t.closed and t.guards is not None and a._i >= 0:
-        t.guard(a, a._d.copy(), f"{what} of an Array (recorded as {result})")
+    return t is not NO_GRAD and t is not DETACHED and not t.closed and \
+        t.guards is not None and a._i >= 0
+
+
+def _decide(a, result, what):
+    """result, a decision taken on the values of a (an Array, or a Value):
+    inside ad.record a guard, so a replay where they differ raises
+    BranchError."""
+    if takes_guards(a):
+        kind, expected = ("an Array", a._d.copy()) if isinstance(a, Array) \
+            else ("a Value", a._d)
+        a._t.guard(a, expected, f"{what} of {kind} (recorded as {result})")
     return result
+
+
+def _constant_result(values):
+    """values (computed from Arrays, with a zero derivative) as an Array
+    that takes no gradient."""
+    if recording_tape() is NO_GRAD:
+        return _detached(values)
+    return _constant(values)
 
 
 def _index(index):

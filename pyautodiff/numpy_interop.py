@@ -1,6 +1,10 @@
 """NumPy calls on Arrays: ``np.exp(a)``, ``ndarray * a``, ``np.sum(a, axis=0)``
-and friends are recorded like the equivalent pyautodiff calls; a NumPy
-function with no derivative rule here raises TypeError naming it."""
+and friends are recorded like the equivalent pyautodiff calls; those that
+need no derivative (``np.shape``, ``np.isnan``, ``np.argmax``, ``np.floor``
+...) give NumPy's own result; a NumPy function with no derivative rule
+here raises TypeError naming it."""
+import sys
+
 import numpy as np
 
 from . import array as _array
@@ -44,29 +48,120 @@ def _operands(inputs):
     return out
 
 
+def _public_name(fn):
+    """fn's name with its public module: numpy.linalg.norm, scipy.special.expit."""
+    module = getattr(fn, "__module__", None)
+    if module is None:            # a ufunc: NumPy's or SciPy's
+        special = sys.modules.get("scipy.special")
+        module = "scipy.special" if special is not None and \
+            getattr(special, fn.__name__, None) is fn else "numpy"
+    public = []
+    for part in module.split("."):
+        if part.startswith("_"):
+            break
+        public.append(part)
+    return ".".join(public + [fn.__name__])
+
+
 def _no_rule(what):
-    return TypeError(f"pyautodiff has no derivative rule for numpy.{what}; "
+    return TypeError(f"pyautodiff has no derivative rule for {what}; "
                      "use ad.custom_op to give it one")
+
+
+# -- functions that need no derivative (HIPS autograd's nograd functions) ----
+# Queries whose answer does not depend on the values: NumPy's, no guard.
+_QUERIES = frozenset({np.shape, np.ndim, np.size, np.result_type,
+                      np.iscomplexobj, np.isrealobj, np.isreal, np.iscomplex,
+                      np.zeros_like, np.ones_like})
+# Integer- or bool-valued: NumPy's result on the values (plain ndarrays and
+# Python values, exactly what NumPy returns).
+_DISCRETE = frozenset({
+    np.isnan, np.isfinite, np.isinf, np.isposinf, np.isneginf, np.signbit,
+    np.logical_and, np.logical_or, np.logical_not, np.logical_xor,
+    np.argmax, np.argmin, np.argsort, np.argpartition, np.argwhere,
+    np.nonzero, np.flatnonzero, np.count_nonzero, np.searchsorted,
+    np.digitize, np.array_equal, np.array_equiv, np.allclose, np.isclose})
+# Float-valued and piecewise constant: a constant Array of NumPy's result
+# (a zero derivative, as HIPS autograd gives them).
+_PIECEWISE_CONSTANT = frozenset({np.sign, np.floor, np.ceil, np.rint,
+                                 np.round, np.around, np.trunc, np.fix,
+                                 np.floor_divide, np.heaviside})
+
+
+# Inside ad.record, a function of one Array that reads only where it is
+# NaN, infinite or nonzero is guarded by masks of those, recorded on the
+# tape (a replay recomputes them): the guard holds exactly while the result
+# does.  Any other guards the values it read.
+_INF = float("inf")
+_NONZERO = lambda x: [x != 0.0]                 # noqa: E731
+_INFINITE = lambda x: [x < _INF, -_INF < x]     # noqa: E731  (both 0: NaN)
+_WITNESSES = {np.isnan: lambda x: [x != x], np.isinf: _INFINITE,
+              np.isfinite: _INFINITE, np.isposinf: lambda x: [x == _INF],
+              np.isneginf: lambda x: [x == -_INF], np.nonzero: _NONZERO,
+              np.flatnonzero: _NONZERO, np.argwhere: _NONZERO,
+              np.count_nonzero: _NONZERO}
+
+_NO_DERIVATIVE_UFUNCS = frozenset(f for f in _DISCRETE | _PIECEWISE_CONSTANT
+                                  if isinstance(f, np.ufunc))
+
+
+def _values(x):
+    """x with the values of the Values and Arrays in it (lists, tuples)."""
+    if isinstance(x, (list, tuple)):
+        return type(x)(_values(e) for e in x)
+    return _array._plain(x)
+
+
+def _traced(x):
+    """The Values and Arrays in x (lists, tuples)."""
+    if isinstance(x, (Array, Value)):
+        return [x]
+    if isinstance(x, (list, tuple)):
+        return [t for e in x for t in _traced(e)]
+    return []
+
+
+def _nondifferentiable(fn, args, kwargs):
+    """fn's result on the values of its arguments.  It depends on them off
+    the tape, so inside ad.record every Array or Value it read is a guard
+    (a mask's values, when fn reads a mask; the masks of _WITNESSES where
+    they tell all fn reads): a replay where they differ raises
+    BranchError."""
+    result = fn(*_values(args), **{k: _values(v) for k, v in kwargs.items()})
+    traced = _traced(args) + _traced(list(kwargs.values()))
+    if fn not in _QUERIES and any(map(_array.takes_guards, traced)):
+        guarded = traced
+        if fn in _WITNESSES and len(traced) == 1 and args[0] is traced[0] \
+                and isinstance(traced[0], Array):
+            guarded = _WITNESSES[fn](traced[0])
+        for x in guarded:
+            _array._decide(x, result, _public_name(fn))
+    if fn in _PIECEWISE_CONSTANT and any(isinstance(x, Array) for x in traced):
+        return _array._constant_result(result)
+    return result
 
 
 def apply_ufunc(ufunc, method, inputs, kwargs):
     if method != "__call__" or kwargs.get("out") is not None:
-        raise _no_rule(f"{ufunc.__name__}.{method}" if method != "__call__"
-                       else f"{ufunc.__name__} with out=")
-    inputs = _operands(inputs)
+        if method == "__call__" and ufunc in _NO_DERIVATIVE_UFUNCS:
+            return _nondifferentiable(ufunc, inputs, kwargs)    # into out=
+        raise _no_rule(f"{_public_name(ufunc)}.{method}" if method != "__call__"
+                       else f"{_public_name(ufunc)} with out=")
     if ufunc in _BINARY_UFUNCS:
-        return _binary(_BINARY_UFUNCS[ufunc], *inputs)
+        return _binary(_BINARY_UFUNCS[ufunc], *_operands(inputs))
     if ufunc in _UNARY_UFUNCS:
-        return getattr(inputs[0], _UNARY_UFUNCS[ufunc])()
+        return getattr(_operands(inputs)[0], _UNARY_UFUNCS[ufunc])()
     if ufunc in _OTHER_UFUNCS:
-        return _OTHER_UFUNCS[ufunc](*inputs)
-    raise _no_rule(ufunc.__name__)
+        return _OTHER_UFUNCS[ufunc](*_operands(inputs))
+    if ufunc in _NO_DERIVATIVE_UFUNCS:      # (their inputs as they came)
+        return _nondifferentiable(ufunc, inputs, kwargs)
+    raise _no_rule(_public_name(ufunc))
 
 
 def _reduction(name):
     def reduce(a, axis=None, keepdims=False, **kwargs):
         if kwargs.get("out") is not None:
-            raise _no_rule(f"{name} with out=")
+            raise _no_rule(f"numpy.{name} with out=")
         return getattr(_array._asarray(a), name)(axis=axis, keepdims=keepdims)
     return reduce
 
@@ -75,7 +170,7 @@ def _dot(a, b):
     if np.ndim(_array._plain(a)) == 0 or np.ndim(_array._plain(b)) == 0:
         return _binary("__mul__", *_operands([a, b]))    # NumPy multiplies
     if np.ndim(_array._plain(a)) > 2 or np.ndim(_array._plain(b)) > 2:
-        raise _no_rule("dot of arrays with more than 2 dimensions (use matmul)")
+        raise _no_rule("numpy.dot of arrays with more than 2 dimensions (use matmul)")
     return _array.matmul(a, b)
 
 
@@ -98,13 +193,15 @@ _FUNCTIONS = {
 
 
 def _decision(a, name, axis, kwargs):
-    if axis is not None or kwargs:
-        raise _no_rule(f"{name} with axis or other arguments")
+    if axis is not None or kwargs:          # bool arrays, as NumPy's
+        return _nondifferentiable(getattr(np, name), (a,), dict(kwargs, axis=axis))
     return getattr(_array._asarray(a), name)()
 
 
 def apply_function(func, args, kwargs):
     fn = _FUNCTIONS.get(func)
-    if fn is None:
-        raise _no_rule(func.__name__)
-    return fn(*args, **kwargs)
+    if fn is not None:
+        return fn(*args, **kwargs)
+    if func in _QUERIES or func in _DISCRETE or func in _PIECEWISE_CONSTANT:
+        return _nondifferentiable(func, args, kwargs)
+    raise _no_rule(_public_name(func))

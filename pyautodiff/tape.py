@@ -160,7 +160,7 @@ class Tape:
         self.tid = get_ident()
         self.closed = False
         self.parent = None       # enclosing tape while an explicit one is open
-        self.imports = {}        # outer Value -> its leaf on this tape
+        self.imports = {}        # id(outer Value or Array) -> (it, its leaf here)
         self.compact_at = COMPACT_MIN
         self.array_elems = 0     # elements of the array entries on the tape
         self.compact_elems = COMPACT_MIN_ELEMENTS
@@ -293,7 +293,7 @@ class Tape:
         if self.custom:       # some may be gone now
             self.custom = sum(getattr(n, "_bw", None) is not None for n in nodes)
         self.compact_at = max(2 * len(nodes), len(nodes) + COMPACT_MIN)
-        lent = {id(proxy) for proxy in self.imports.values()}  # not ours
+        lent = {id(proxy) for _, proxy in self.imports.values()}  # not ours
         arrays = np.frombuffer(ffi.buffer(self._c.aux, 4 * len(nodes)), np.int32) >= 0
         self.array_elems = sum(_array_elements(nodes[k])
                                for k in arrays.nonzero()[0].tolist()
@@ -452,7 +452,7 @@ class Tape:
         route_imports is false: then they are constants here)."""
         self._check_open()
         self.flush()
-        imports = list(self.imports.values()) if route_imports else []
+        imports = [proxy for _, proxy in self.imports.values()] if route_imports else []
         if imports:
             # what this sweep adds to the imported leaves' grads is routed on
             before = [self._grad_now(p) for p in imports]
@@ -659,7 +659,7 @@ class Tape:
         Where swept is a leaf's whole gradient block (whole), the block
         itself moves to the original's tape as its seed (no copy)."""
         by_tape = {}
-        for (outer, proxy), g, block in zip(self.imports.items(), swept, whole):
+        for (outer, proxy), g, block in zip(self.imports.values(), swept, whole):
             j = proxy._i
             # (an Array's gradient is passed on as it is: checking it for
             # zeros would cost a pass over it)
@@ -696,11 +696,12 @@ class Tape:
             raise TapeError("a Value from another tape was used here; Values "
                             "from an enclosing tape can be used in a 'with "
                             "ad.Tape()' block, others cannot")
-        proxy = self.imports.get(v)
-        if proxy is None:
-            proxy = v._import_to(self)
-            self.imports[v] = proxy
-        return proxy
+        # by identity: an Array's == is elementwise (and it has no hash);
+        # the entry keeps v alive, so its id is not reused meanwhile
+        imported = self.imports.get(id(v))
+        if imported is None:
+            imported = self.imports[id(v)] = (v, v._import_to(self))
+        return imported[1]
 
     # -- explicit tapes ----------------------------------------------------
 
