@@ -452,7 +452,7 @@ _SHAPE_ARGS = ",\n        len({shape}), ffi.new('int64_t[]', {shape})"
 # common case, a parameter used in a tape's block: the checks are those of
 # adopt, the tape still open and enclosing t).
 IMPORTED_STEPS = """\
-{index} = t.imports.get({x})
+{index} = t.imports.get(id({x}))
 if {index} is None or t.parent is not {x}._t or {x}._t.closed:
     {index} = t.adopt({x})
 {index} = {index}._i

@@ -96,7 +96,7 @@ def _check_closure(tr, name):
     """A variable of an enclosing derivative used inside f (not passed as
     an argument) would be a constant here, and the enclosing derivative
     silently wrong: refuse.  Values of ordinary tapes are constants."""
-    if any(outer._t in DIFFERENTIATING for outer in tr.tape.imports):
+    if any(outer._t in DIFFERENTIATING for outer in tr.tape.lenders):
         raise NotImplementedError(
             f"{name}: the function uses a variable of an enclosing derivative "
             "that is not one of its arguments; pass it as an argument (a "

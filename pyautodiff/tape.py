@@ -143,7 +143,7 @@ class Tape:
     whose entries are freed on exit; ``ad.current_tape()`` is the thread's."""
 
     __slots__ = ("_c", "nodes", "buf", "limit", "nflushed", "tid", "closed",
-                 "parent", "imports", "compact_at", "_tokens", "_frozen",
+                 "parent", "imports", "lenders", "compact_at", "_tokens", "_frozen",
                  "custom", "_entered", "_kept", "array_elems", "compact_elems",
                  "live_elems",
                  "_frozen_arrays", "externs", "sweep_mode", "callback_error",
@@ -157,7 +157,11 @@ class Tape:
         self.tid = get_ident()
         self.closed = False
         self.parent = None       # enclosing tape while an explicit one is open
-        self.imports = {}        # outer Value -> its leaf on this tape
+        # id of an outer Value or Array -> its leaf on this tape (by id: a
+        # traced scalar's == and hash are by value), and those outer ones in
+        # the same order, kept so that their ids stay theirs
+        self.imports = {}
+        self.lenders = []
         self.compact_at = COMPACT_MIN
         self.array_elems = 0     # elements of the array entries on the tape
         self.compact_elems = COMPACT_MIN_ELEMENTS
@@ -609,7 +613,8 @@ class Tape:
         Where swept is a leaf's whole gradient block (whole), the block
         itself moves to the original's tape as its seed (no copy)."""
         by_tape = {}
-        for (outer, proxy), g, block in zip(self.imports.items(), swept, whole):
+        for outer, proxy, g, block in zip(self.lenders, self.imports.values(),
+                                          swept, whole):
             j = proxy._i
             # (an Array's gradient is passed on as it is: checking it for
             # zeros would cost a pass over it)
@@ -646,10 +651,11 @@ class Tape:
             raise TapeError("a Value from another tape was used here; Values "
                             "from an enclosing tape can be used in a 'with "
                             "ad.Tape()' block, others cannot")
-        proxy = self.imports.get(v)
+        proxy = self.imports.get(id(v))
         if proxy is None:
             proxy = v._import_to(self)
-            self.imports[v] = proxy
+            self.imports[id(v)] = proxy
+            self.lenders.append(v)
         return proxy
 
     # -- explicit tapes ----------------------------------------------------
@@ -704,7 +710,7 @@ class Tape:
         self.flush()
         # keep the gradients of the Values and Arrays someone still holds
         # (the leaves standing for imported ones are this tape's own)
-        self.imports = {}
+        self.imports, self.lenders = {}, []
         nodes = self.nodes if keep_grads else []
         refs = np.fromiter(map(sys.getrefcount, nodes), np.intp, len(nodes))
         c = self._c
@@ -720,7 +726,7 @@ class Tape:
         self.closed = True
         self.nodes = []
         self.buf = bytearray()
-        self.imports = {}
+        self.imports, self.lenders = {}, []
         self.externs = {}
         self.pools = {}
         parent, self.parent = self.parent, None
