@@ -7,9 +7,11 @@ No Python runs per operation (extern entries such as matrix products call
 their NumPy rule once each).
 
 A recording is only valid where ``f`` would take the same decisions: every
-comparison it made on a Value while recording is a guard (its entry on the
-tape must give the same answer), and so is every boolean mask it used as
-an index.  A replay where a guard flips raises ``BranchError`` naming the
+comparison and truth value it took on a Value while recording is a guard
+(its entry on the tape must give the same answer), every number it took
+out of a traced Value (float(x), int(x), format(x) ...) is a guard that
+the Value keeps its value, and so is every boolean mask it used as an
+index.  A replay where a guard flips raises ``BranchError`` naming the
 comparison; ``@ad.function`` records again instead.  Array comparisons
 feeding ``where`` are recorded ops, not guards: a replay recomputes them.
 """

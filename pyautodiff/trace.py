@@ -21,7 +21,7 @@ from . import _core
 from .array import Array
 from .pytree import as_leaf, flatten, unflatten
 from .tape import DADJ, TAN, Tape, state
-from .value import Value
+from .value import Traced, Value
 
 
 # Tapes of the traces alive now: an inner derivative that uses a variable
@@ -86,7 +86,7 @@ class Trace:
         if isinstance(v, (Value, Array)):       # a derivative inside another
             self.outer.append(v)
             v = v._d
-        return Value(float(v)) if kind == "float" else Array(v)
+        return Traced(float(v)) if kind == "float" else Array(v)
 
     def release(self):
         self.tape.release(keep_grads=False)
@@ -117,7 +117,7 @@ class Trace:
         if isinstance(leaf, Value):
             i = self.entry_of(leaf)
             if i is None:
-                return leaf.data
+                return leaf._d
             self.tape.flush()
             return self.tape._c.val[i]
         if isinstance(leaf, Array):
@@ -133,7 +133,7 @@ class Trace:
     def scalar_output(self):
         """(entry or None, value) of a function that must return a scalar."""
         out = self.out
-        if out.__class__ is Value and out._t is self.tape:     # the common cases
+        if out.__class__ is Traced and out._t is self.tape:    # the common cases
             self.tape.flush()
             return out._i, self.tape._c.val[out._i]
         if out.__class__ is Array and out._t is self.tape and out._d.size == 1:
