@@ -250,6 +250,17 @@ def test_plain_arithmetic_is_not_guarded():
     assert F(0.25) == pytest.approx(np.sin(0.25) * 0.25 + 0.25 ** 2 / 3.0)
 
 
+def test_a_pinned_zero_keeps_its_sign():
+    """-0.0 == 0.0, but a number taken out of x shows the sign (format,
+    copysign): a pin holds only at the same zero."""
+    f = lambda x: x * 0.0 + math.copysign(1.0, float(x))     # noqa: E731
+    F = ad.record(f, 0.0)
+    assert F(0.0) == 1.0
+    with pytest.raises(ad.BranchError):
+        F(-0.0)
+    assert ad.function(f)(-0.0) == -1.0
+
+
 def test_nested_gradients_and_custom_ops_of_traced_scalars_are_traced():
     cube = ad.custom_op(lambda t: t ** 3, lambda g, out, t: (3 * t ** 2 * g,))
     f = lambda t: t ** 3          # noqa: E731
