@@ -23,7 +23,7 @@ from . import _core
 from ._core import ffi, lib
 from .pytree import flatten
 from .tape import state
-from .trace import Trace
+from .trace import Trace, refuse_variables
 from .value import Value
 
 
@@ -43,6 +43,11 @@ class Recorded:
         self.trace = _trace or Trace(f, args, kwargs or {}, argnum, "record",
                                      inputs=range(len(args)), guards=True)
         self.name = getattr(f, "__name__", "f")
+        try:
+            refuse_variables(self.trace.outer, _inside(self.name))
+        except NotImplementedError:
+            self.trace.release()
+            raise
         self.nargs = len(self.trace.structures)
         tape = self.trace.tape
         if _trace is None:
@@ -79,6 +84,7 @@ class Recorded:
             if want.node is None and _write_plain(arg, want, tr.leaves[k][0], c):
                 continue            # one float or ndarray, as recorded
             values, st = flatten(arg, f"{self.name}: argument {k}")
+            refuse_variables(values, _inside(self.name))
             if st.node != want.node or st.kinds != want.kinds:
                 raise TypeError(f"{self.name}: argument {k} does not have the "
                                 "structure it was recorded with")
@@ -185,6 +191,13 @@ def _write_plain(arg, want, leaf, c):
     else:
         leaf._d[...] = arg
     return True
+
+
+def _inside(name):
+    return (f"the recording of {name} inside a derivative or another "
+            "recording is not supported yet: it replays on plain numbers, "
+            "which the enclosing derivative could not follow (record the "
+            "derivative itself instead: ad.record(ad.grad(f), x0))")
 
 
 def _shapes(st):

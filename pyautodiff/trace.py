@@ -29,6 +29,29 @@ from .value import Traced, Value
 DIFFERENTIATING = weakref.WeakSet()
 
 
+def differentiated(x):
+    """Whether x is a Value or Array of a trace under way: a variable of an
+    enclosing derivative or recording, which a plain number taken from it
+    would silently cut off.  (Values of ordinary tapes are constants to a
+    derivative.)"""
+    t = getattr(x, "_t", None)
+    return t in DIFFERENTIATING and not t.closed
+
+
+def refuse_variables(leaves, message):
+    """NotImplementedError(message) where one of leaves (a cotangent, a
+    vector, a replay's argument) is a variable of an enclosing derivative:
+    what is computed from its plain value would silently cut off every
+    path through it."""
+    if any(differentiated(x) for x in leaves):
+        raise NotImplementedError(message)
+
+
+def _through(name, what):
+    return (f"{name}: the {what} is a variable of an enclosing derivative or "
+            f"recording; derivatives through a {what} are not supported yet")
+
+
 def argnums_of(argnum):
     return (argnum,) if isinstance(argnum, int) else tuple(argnum)
 
@@ -186,6 +209,7 @@ class Trace:
         for k, v in zip(self.argnums, vectors):
             st = self.structures[k]
             values, vst = flatten(v, f"{self.name}: the vector for argument {k}")
+            refuse_variables(values, _through(self.name, "vector"))
             if vst.node != st.node or vst.shapes != st.shapes:
                 raise ValueError(f"{self.name}: the vector for argument {k} "
                                  "must have the argument's structure and "
@@ -227,6 +251,7 @@ class Trace:
         """cotangent (structured like the result) times the Jacobian."""
         leaves, st = self.outputs()
         seeds, cst = flatten(cotangent, f"{self.name}: the cotangent")
+        refuse_variables(seeds, _through(self.name, "cotangent"))
         if cst.node != st.node or cst.shapes != [tuple(np.shape(self._leaf_value(leaf)))
                                                   for leaf in leaves]:
             raise ValueError(f"{self.name}: the cotangent has shapes "
