@@ -179,7 +179,8 @@ def _operand(v, t):
             return v._d
         if t is NO_GRAD:
             v._t._check_open()      # released or foreign tapes still raise
-            return v._d
+            # what no_grad computes is a constant, in a recording too
+            return _pin(v, "an operation under no_grad on")
         return t.adopt(v)
     return _number(v)
 

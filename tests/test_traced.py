@@ -272,3 +272,18 @@ def test_nested_gradients_and_custom_ops_of_traced_scalars_are_traced():
         return inner * x
     assert ad.grad(h)(2.0) == pytest.approx(36.0)     # d(3x**3) = 9x**2
     assert seen == [(True, True, True)]
+
+
+def test_a_value_computed_under_no_grad_in_a_recording_pins_its_operands():
+    """What no_grad computes from x is a constant of the recording: a
+    replay at another x raises instead of reusing it."""
+    def f(x):
+        with ad.no_grad():
+            s = x * 2.0
+        return x + s
+    F = ad.record(f, 1.0)
+    assert F(1.0) == 3.0 and F.grad(1.0) == 1.0     # s is a constant to grad
+    with pytest.raises(ad.BranchError, match="no_grad"):
+        F(2.0)
+    assert ad.function(f)(2.0) == 6.0
+    assert ad.grad(f)(2.0) == 1.0
