@@ -28,8 +28,10 @@ from .value import Value
 
 
 class BranchError(RuntimeError):
-    """A replay reached a decision (a comparison, a boolean mask) that goes
-    the other way than when the function was recorded."""
+    """A replay reached a decision (a comparison, a truth value, a boolean
+    mask) that goes the other way than when the function was recorded, or
+    a number the function took out of a traced value (float(x)) that is
+    not what it was."""
 
 
 class Recorded:
@@ -110,7 +112,7 @@ class Recorded:
                 raise BranchError(self._flipped(what))
 
     def _flipped(self, what):
-        return (f"{what} goes the other way at these inputs, so the recording "
+        return (f"{what} differs at these inputs, so the recording "
                 f"of {self.name} does not hold here; record again at these "
                 "inputs (@ad.function does that by itself)")
 

@@ -180,7 +180,7 @@ def _operand(v, t):
         if t is NO_GRAD:
             v._t._check_open()      # released or foreign tapes still raise
             # what no_grad computes is a constant, in a recording too
-            return _pin(v, "an operation under no_grad on")
+            return _pin(v, "an operation under no_grad")
         return t.adopt(v)
     return _number(v)
 
@@ -257,8 +257,8 @@ def _pin(v, what):
     what it is now, so that the number is never silently baked in."""
     t = _guarding_tape(v)
     if t is not None:
-        t.guard(v, v._d, f"{what} of the value {v._d!r} (the "
-                "recording holds only where it is the same)")
+        t.guard(v, v._d, f"{what} on the traced value {v._d!r} (a number "
+                "taken out of it: the recording holds only at that value)")
     return v._d
 
 

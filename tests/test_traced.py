@@ -219,7 +219,7 @@ def test_numbers_taken_out_pin_the_value(name):
     f = PINNED[name]
     F = ad.record(f, 1.5)
     assert F(1.5) == f(1.5) and F.grad(1.5) == ad.grad(f)(1.5)
-    with pytest.raises(ad.BranchError, match="recording holds only where"):
+    with pytest.raises(ad.BranchError, match="holds only at that value"):
         F(1.75)
     lazy = ad.function(f)
     for x in (1.5, 1.75, -2.25):
