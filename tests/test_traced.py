@@ -287,3 +287,18 @@ def test_a_value_computed_under_no_grad_in_a_recording_pins_its_operands():
         F(2.0)
     assert ad.function(f)(2.0) == 6.0
     assert ad.grad(f)(2.0) == 1.0
+
+
+def test_an_explicit_tape_inside_a_recording_raises():
+    """What an explicit tape's block computes is not on the recording, so
+    a number or decision taken there would be baked into every replay."""
+    def f(x):
+        with ad.Tape():
+            s = float(x * 2.0)
+        return x * s
+    with pytest.raises(NotImplementedError, match="with ad.Tape"):
+        ad.record(f, 1.0)
+    assert ad.grad(f)(2.0) == 4.0          # a derivative takes it (s a constant)
+    # a recorded gradient runs f again at each replay: the block is fine there
+    F = ad.record(ad.grad(lambda x: f(x) * x), 1.0)
+    assert F(2.0) == ad.grad(lambda x: f(x) * x)(2.0) == 16.0   # 2x * float(2x)
