@@ -278,8 +278,11 @@ int64_t ad_check_guards(const ad_tape *t, int64_t n, const int64_t *idx,
         int64_t i = idx[k];
         double v = i >= 0 && i < t->n && t->aux[i] < 0 ? t->val[i] : NAN;
         /* bitwise: a guard on a value used as a plain float holds only
-         * where that value is exactly what it was */
-        if (!(v == expected[k]) && !(isnan(v) && isnan(expected[k])))
+         * where that value is exactly what it was (-0.0 is not 0.0 there:
+         * format() and copysign() show the sign; a NaN matches a NaN) */
+        int same = isnan(v) ? isnan(expected[k]) != 0
+                            : v == expected[k] && !signbit(v) == !signbit(expected[k]);
+        if (!same)
             return k;
     }
     return -1;

@@ -650,7 +650,7 @@ def _detached(values):
 
 
 def _plain(x):
-    return x._d if isinstance(x, Array) else x.data if isinstance(x, Value) else x
+    return x._d if isinstance(x, (Array, Value)) else x
 
 
 _NUMPY_BINARY = {"__add__": np.add, "__sub__": np.subtract, "__mul__": np.multiply,

@@ -6,7 +6,7 @@ import numpy as np
 
 from . import _core
 from .tape import NO_GRAD, recording_tape
-from .value import Value, _detached as _detached_value
+from .value import Traced, Value, _detached as _detached_value
 
 _array_module = None
 
@@ -115,7 +115,9 @@ def record_extern(rule, operands, value):
     t.externs[i] = rule
     try:
         if scalar:
-            out = t.record(Value, OPS["EXTERN"], idx[0], idx[1], 0.0, float(value))
+            # computed from a traced scalar, it is traced too (value.Traced)
+            cls = Traced if any(isinstance(x, Traced) for x in operands) else Value
+            out = t.record(cls, OPS["EXTERN"], idx[0], idx[1], 0.0, float(value))
             t.flush()
         else:
             out = arrays._append(t, object.__new__(arrays.Array), OPS["EXTERN"],

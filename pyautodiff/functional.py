@@ -7,14 +7,16 @@ come back in their arguments' types and structures.
 
 ``grad`` of a function that itself calls ``grad`` works to second order:
 the inner gradient is recorded on the outer tape as one op whose
-derivative is an exact Hessian-vector product.
+derivative is an exact Hessian-vector product.  Every other nesting
+raises NotImplementedError: its plain-number result would silently cut
+off the enclosing derivative's variables.
 """
 import numpy as np
 
 from .array import Array
 from .extern import ExternRule, record_extern
 from .pytree import flatten, unflatten
-from .trace import DIFFERENTIATING, Trace, checked
+from .trace import Trace, checked, differentiated
 from .value import Value
 
 
@@ -86,21 +88,34 @@ def vjp(f, argnum=0):
     argnum = checked(f, argnum, "vjp")
 
     def vjp_f(*args, **kwargs):
-        tr = Trace(f, args, kwargs, argnum, "vjp")
-        _check_closure(tr, "vjp")
-        if tr.outer:
-            raise _nesting_error("vjp")
+        tr = first_order_trace(f, args, kwargs, argnum, "vjp")
         return tr.output_value(), tr.vjp
     return vjp_f
 
 
 # -- a gradient inside a gradient ------------------------------------------------
 
+def first_order_trace(f, args, kwargs, argnum, name):
+    """The trace of f at args for a derivative that does not nest (vjp and
+    the like, whose results are plain numbers): NotImplementedError where
+    its arguments or f's closure hold variables of an enclosing derivative,
+    which those plain numbers would silently cut off."""
+    tr = Trace(f, args, kwargs, argnum, name)
+    try:
+        _check_closure(tr, name)
+        if any(differentiated(x) for x in tr.outer):
+            raise _nesting_error(name)
+    except BaseException:
+        tr.release()
+        raise
+    return tr
+
+
 def _check_closure(tr, name):
     """A variable of an enclosing derivative used inside f (not passed as
     an argument) would be a constant here, and the enclosing derivative
     silently wrong: refuse.  Values of ordinary tapes are constants."""
-    if any(outer._t in DIFFERENTIATING for outer, _ in tr.tape.imports.values()):
+    if any(differentiated(outer) for outer, _ in tr.tape.imports.values()):
         raise NotImplementedError(
             f"{name}: the function uses a variable of an enclosing derivative "
             "that is not one of its arguments; pass it as an argument (a "
@@ -109,8 +124,10 @@ def _check_closure(tr, name):
 
 def _nesting_error(name):
     return NotImplementedError(
-        f"{name} inside another derivative is not supported; grad and "
-        "value_and_grad inside grad are (to second order)")
+        f"{name} inside another derivative or a recording is not supported "
+        "yet (its result would not follow the enclosing derivative's "
+        "variables); grad and value_and_grad inside a first-order "
+        "derivative are (to second order)")
 
 
 def _nested(f, args, kwargs, argnum, tr, name, result):

@@ -7,7 +7,7 @@ and plain code.
 import numpy as np
 
 from .array import NUMPY_UNARY, Array, unary_function
-from .value import Value
+from .value import Traced, Value
 
 
 def _make(name):
@@ -19,9 +19,11 @@ def _make(name):
             return getattr(x, method)()
         return numpy_fn(x)
 
-    # the recording method by exact class (the common case, looked up once)
+    # the recording method by exact class (the common cases, looked up once;
+    # a traced scalar is what ad.grad & co. pass)
     fn = unary_function(name, method, {Array: getattr(Array, method),
-                                       Value: getattr(Value, method)}, otherwise)
+                                       Value: getattr(Value, method),
+                                       Traced: getattr(Traced, method)}, otherwise)
     fn.__qualname__ = name
     fn.__module__ = __name__
     fn.__doc__ = (f"{name}(x): a recorded Value for a Value, else NumPy's "

@@ -7,9 +7,11 @@ No Python runs per operation (extern entries such as matrix products call
 their NumPy rule once each).
 
 A recording is only valid where ``f`` would take the same decisions: every
-comparison it made on a Value while recording is a guard (its entry on the
-tape must give the same answer), and so is every boolean mask it used as
-an index.  A replay where a guard flips raises ``BranchError`` naming the
+comparison and truth value it took on a Value while recording is a guard
+(its entry on the tape must give the same answer), every number it took
+out of a traced Value (float(x), int(x), format(x) ...) is a guard that
+the Value keeps its value, and so is every boolean mask it used as an
+index.  A replay where a guard flips raises ``BranchError`` naming the
 comparison; ``@ad.function`` records again instead.  Array comparisons
 feeding ``where`` are recorded ops, not guards: a replay recomputes them.
 """
@@ -21,13 +23,15 @@ from . import _core
 from ._core import ffi, lib
 from .pytree import flatten
 from .tape import state
-from .trace import Trace
+from .trace import Trace, refuse_variables
 from .value import Value
 
 
 class BranchError(RuntimeError):
-    """A replay reached a decision (a comparison, a boolean mask) that goes
-    the other way than when the function was recorded."""
+    """A replay reached a decision (a comparison, a truth value, a boolean
+    mask) that goes the other way than when the function was recorded, or
+    a number the function took out of a traced value (float(x)) that is
+    not what it was."""
 
 
 class Recorded:
@@ -41,6 +45,11 @@ class Recorded:
         self.trace = _trace or Trace(f, args, kwargs or {}, argnum, "record",
                                      inputs=range(len(args)), guards=True)
         self.name = getattr(f, "__name__", "f")
+        try:
+            refuse_variables(self.trace.outer, _inside(self.name))
+        except NotImplementedError:
+            self.trace.release()
+            raise
         self.nargs = len(self.trace.structures)
         tape = self.trace.tape
         if _trace is None:
@@ -77,6 +86,7 @@ class Recorded:
             if want.node is None and _write_plain(arg, want, tr.leaves[k][0], c):
                 continue            # one float or ndarray, as recorded
             values, st = flatten(arg, f"{self.name}: argument {k}")
+            refuse_variables(values, _inside(self.name))
             if st.node != want.node or st.kinds != want.kinds:
                 raise TypeError(f"{self.name}: argument {k} does not have the "
                                 "structure it was recorded with")
@@ -102,7 +112,7 @@ class Recorded:
                 raise BranchError(self._flipped(what))
 
     def _flipped(self, what):
-        return (f"{what} goes the other way at these inputs, so the recording "
+        return (f"{what} differs at these inputs, so the recording "
                 f"of {self.name} does not hold here; record again at these "
                 "inputs (@ad.function does that by itself)")
 
@@ -183,6 +193,13 @@ def _write_plain(arg, want, leaf, c):
     else:
         leaf._d[...] = arg
     return True
+
+
+def _inside(name):
+    return (f"the recording of {name} inside a derivative or another "
+            "recording is not supported yet: it replays on plain numbers, "
+            "which the enclosing derivative could not follow (record the "
+            "derivative itself instead: ad.record(ad.grad(f), x0))")
 
 
 def _shapes(st):

@@ -708,6 +708,12 @@ class Tape:
     def __enter__(self):
         if self._entered or self.closed:
             raise TapeError("a Tape can be entered once")
+        if current_tape().guards is not None:
+            # nothing the block computes is on the recording: a number or
+            # decision taken there would be baked into every replay
+            raise NotImplementedError(
+                "'with ad.Tape()' inside a function being recorded (ad.record, "
+                "@ad.function, ad.minimize) is not supported")
         self._push()
         return self
 

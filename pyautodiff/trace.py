@@ -21,7 +21,7 @@ from . import _core
 from .array import Array
 from .pytree import as_leaf, flatten, unflatten
 from .tape import DADJ, TAN, Tape, state
-from .value import Value
+from .value import Traced, Value
 
 
 # Tapes of the traces alive now: an inner derivative that uses a variable
@@ -45,6 +45,29 @@ def checked(f, argnum, name):
 
 def _is_position(k):
     return isinstance(k, (int, np.integer)) and not isinstance(k, bool)
+
+
+def differentiated(x):
+    """Whether x is a Value or Array of a trace under way: a variable of an
+    enclosing derivative or recording, which a plain number taken from it
+    would silently cut off.  (Values of ordinary tapes are constants to a
+    derivative.)"""
+    t = getattr(x, "_t", None)
+    return t in DIFFERENTIATING and not t.closed
+
+
+def refuse_variables(leaves, message):
+    """NotImplementedError(message) where one of leaves (a cotangent, a
+    vector, a replay's argument) is a variable of an enclosing derivative:
+    what is computed from its plain value would silently cut off every
+    path through it."""
+    if any(differentiated(x) for x in leaves):
+        raise NotImplementedError(message)
+
+
+def _through(name, what):
+    return (f"{name}: the {what} is a variable of an enclosing derivative or "
+            f"recording; derivatives through a {what} are not supported yet")
 
 
 def argnums_of(argnum):
@@ -104,7 +127,7 @@ class Trace:
         if isinstance(v, (Value, Array)):       # a derivative inside another
             self.outer.append(v)
             v = v._d
-        return Value(float(v)) if kind == "float" else Array(v)
+        return Traced(float(v)) if kind == "float" else Array(v)
 
     def release(self):
         self.tape.release(keep_grads=False)
@@ -142,7 +165,7 @@ class Trace:
         if isinstance(leaf, Value):
             i = self.entry_of(leaf)
             if i is None:
-                return leaf.data
+                return leaf._d
             self.tape.flush()
             return self.tape._c.val[i]
         if isinstance(leaf, Array):
@@ -158,7 +181,7 @@ class Trace:
     def scalar_output(self):
         """(entry or None, value) of a function that must return a scalar."""
         out = self.out
-        if out.__class__ is Value and out._t is self.tape:     # the common cases
+        if out.__class__ is Traced and out._t is self.tape:    # the common cases
             self.tape.flush()
             return out._i, self.tape._c.val[out._i]
         if out.__class__ is Array and out._t is self.tape and out._d.size == 1:
@@ -211,6 +234,7 @@ class Trace:
         for k, v in zip(self.argnums, vectors):
             st = self.structures[k]
             values, vst = flatten(v, f"{self.name}: the vector for argument {k}")
+            refuse_variables(values, _through(self.name, "vector"))
             if vst.node != st.node or vst.shapes != st.shapes:
                 raise ValueError(f"{self.name}: the vector for argument {k} "
                                  "must have the argument's structure and "
@@ -252,6 +276,7 @@ class Trace:
         """cotangent (structured like the result) times the Jacobian."""
         leaves, st = self.outputs()
         seeds, cst = flatten(cotangent, f"{self.name}: the cotangent")
+        refuse_variables(seeds, _through(self.name, "cotangent"))
         if cst.node != st.node or cst.shapes != [tuple(np.shape(self._leaf_value(leaf)))
                                                   for leaf in leaves]:
             raise ValueError(f"{self.name}: the cotangent has shapes "

@@ -14,6 +14,7 @@ Math errors are raised by the Python arithmetic itself (``1.0 / 0.0``,
 """
 import math
 import numbers
+import operator
 
 import numpy as np
 
@@ -178,7 +179,8 @@ def _operand(v, t):
             return v._d
         if t is NO_GRAD:
             v._t._check_open()      # released or foreign tapes still raise
-            return v._d
+            # what no_grad computes is a constant, in a recording too
+            return _pin(v, "an operation under no_grad")
         return t.adopt(v)
     return _number(v)
 
@@ -194,7 +196,8 @@ def _detached(cls, d):
 
 def _slow_binary(self, other, name):
     vv_op, vc_op, cexpr = BINARY[name]
-    cls = self.__class__
+    # a result computed from a traced scalar is traced too (Traced below)
+    cls = other.__class__ if isinstance(other, Traced) else self.__class__
     t = recording_tape()
     x = _operand(self, t)
     y = _operand(other, t)
@@ -236,6 +239,27 @@ def _compared(other):
     if isinstance(other, Value):
         return other._d
     return _number(other)
+
+
+def _guarding_tape(*values):
+    """The recording (ad.record) that one of these Values belongs to, or
+    None: a decision taken on them there must be a guard."""
+    for v in values:
+        t = getattr(v, "_t", DETACHED)
+        if t is not DETACHED and t.guards is not None and not t.closed:
+            return t
+    return None
+
+
+def _pin(v, what):
+    """v's value leaves the tape as a plain number (float(v), format(v),
+    ...): inside a recording, a guard that holds only where v is exactly
+    what it is now, so that the number is never silently baked in."""
+    t = _guarding_tape(v)
+    if t is not None:
+        t.guard(v, v._d, f"{what} on the traced value {v._d!r} (a number "
+                "taken out of it: the recording holds only at that value)")
+    return v._d
 
 
 class Value:
@@ -317,6 +341,21 @@ class Value:
 
     def zero_grad(self):
         self.grad = 0.0
+
+    # -- the data as a plain number: a constant to every derivative ------------
+
+    def _read(self, what):
+        """The data, leaving the tape (Traced pins it in a recording)."""
+        return self._d
+
+    def __float__(self):
+        return float(self._read("float()"))
+
+    def item(self):
+        return self._read("item()")
+
+    def __format__(self, spec):
+        return format(self._read("format()"), spec) if spec else str(self)
 
     @property
     def label(self):
@@ -403,12 +442,12 @@ class Value:
         return self
 
     def __deepcopy__(self, memo):
-        new = type(self)(self._d)
+        new = type(self)(self._read("a deep copy"))
         memo[id(self)] = new
         return new
 
     def __reduce__(self):
-        return type(self), (self._d,)
+        return type(self), (self._read("pickling"),)
 
     def __repr__(self):
         return f"Value(data={self._d}, grad={self.grad})"
@@ -416,17 +455,22 @@ class Value:
 
 # operator -> (op, operands swapped): a > b is b < a
 COMPARISONS = {"<": ("LT", False), "<=": ("LE", False), ">": ("LT", True),
-               ">=": ("LE", True)}
+               ">=": ("LE", True), "==": ("EQ", False), "!=": ("NE", False)}
+_DECIDE = {"<": operator.lt, "<=": operator.le, ">": operator.gt,
+           ">=": operator.ge, "==": operator.eq, "!=": operator.ne}
 
 
-def _compare(self, other, symbol):
+def _compare(self, other, symbol, what=None):
+    """self symbol other on the data, a bool; inside a recording (of either
+    side) also a guard, recorded as a comparison entry that a replay
+    recomputes.  `what` names a decision that is not written as a
+    comparison (the truth value: x != 0)."""
     o = _compared(other)
     if o is None:
         return NotImplemented
-    result = {"<": self._d < o, "<=": self._d <= o, ">": self._d > o,
-              ">=": self._d >= o}[symbol]
-    t = self._t
-    if t is not DETACHED and t.guards is not None and not t.closed:
+    result = _DECIDE[symbol](self._d, o)
+    t = _guarding_tape(self, other)
+    if t is not None:
         # a leaf for a constant side; it takes no gradient (flags 0)
         y = t.adopt(other) if isinstance(other, Value) else \
             t.record(Value, OPS["LEAF"], -1, -1, o, o, 0)
@@ -434,9 +478,58 @@ def _compare(self, other, symbol):
         op, swap = COMPARISONS[symbol]
         a, b = (y, x) if swap else (x, y)
         node = t.record(Value, OPS[op], a._i, b._i, 0.0, float(result), 0)
-        t.guard(node, float(result), f"the comparison {self._d!r} {symbol} "
-                f"{o!r} (recorded as {result})")
+        what = what or f"the comparison {self._d!r} {symbol} {o!r}"
+        t.guard(node, float(result), f"{what} (recorded as {result})")
     return result
+
+
+class Traced(Value):
+    """A traced scalar: a float argument of a derivative (ad.grad & co.,
+    pyautodiff.autograd) or of a recording (ad.record, @ad.function), and
+    every scalar computed from one.  It stands for a Python float, so it
+    behaves like one: ==, != and hash by value, bool(), int(), round(),
+    math.floor/ceil/trunc, float() and format() of its value.  Inside a
+    recording each of these is a guard: a decision (a comparison, the
+    truth value) is recorded as a comparison entry, and a number taken out
+    (float(x), int(x), format(x), .data) pins x's value.  A Value the
+    user makes keeps micrograd's identity == and hash."""
+
+    __slots__ = ()
+
+    def _read(self, what):
+        return _pin(self, what)
+
+    data = property(lambda self: self._read(".data"), Value.data.fset)
+
+    def __eq__(self, other):
+        return _compare(self, other, "==")
+
+    def __ne__(self, other):
+        return _compare(self, other, "!=")
+
+    def __hash__(self):
+        return hash(self._read("hash()"))       # equal to its float's, as == is
+
+    def __bool__(self):
+        return _compare(self, 0.0, "!=", f"the truth value of {self._d!r}")
+
+    def __int__(self):
+        return int(self._read("int()"))
+
+    def __trunc__(self):
+        return math.trunc(self._read("math.trunc()"))
+
+    def __floor__(self):
+        return math.floor(self._read("math.floor()"))
+
+    def __ceil__(self):
+        return math.ceil(self._read("math.ceil()"))
+
+    def __round__(self, ndigits=None):
+        return round(self._read("round()"), ndigits)
+
+    def __format__(self, spec):
+        return format(self._read("format()"), spec)
 
 
 def _format_number(c):
@@ -447,3 +540,4 @@ def _format_number(c):
 
 
 install_operators(Value)
+install_operators(Traced)

@@ -6,13 +6,15 @@
 and it runs unchanged, with autograd's call conventions (argnum, return
 orders), on pyautodiff's C tape.  Each function here is pyautodiff's
 functional API under autograd's name.  Derivatives nest to second order
-(grad of grad); a third nesting raises NotImplementedError.
+(grad of grad); every nesting that would not be exact (a third level,
+make_vjp or make_jvp inside a derivative) raises NotImplementedError.
 """
 import numpy as _np
 
 from ..array import Array
-from ..functional import grad, hessian, hvp, jacobian, value_and_grad
-from ..trace import Trace, checked
+from ..functional import (first_order_trace, grad, hessian, hvp, jacobian,
+                          value_and_grad)
+from ..trace import checked
 from ..value import Value
 
 __all__ = ["grad", "value_and_grad", "elementwise_grad", "jacobian",
@@ -44,7 +46,7 @@ def make_vjp(fun, argnum=0):
     argnum = checked(fun, argnum, "make_vjp")
 
     def vjp_maker(*args, **kwargs):
-        tr = Trace(fun, args, kwargs, argnum, "make_vjp")
+        tr = first_order_trace(fun, args, kwargs, argnum, "make_vjp")
         return tr.vjp, tr.output_value()
     return vjp_maker
 
@@ -54,7 +56,7 @@ def make_jvp(fun, argnum=0):
     argnum = checked(fun, argnum, "make_jvp")
 
     def jvp_maker(*args, **kwargs):
-        return Trace(fun, args, kwargs, argnum, "make_jvp").jvp
+        return first_order_trace(fun, args, kwargs, argnum, "make_jvp").jvp
     return jvp_maker
 
 
@@ -63,7 +65,7 @@ def make_hvp(fun, argnum=0):
     argnum = checked(fun, argnum, "make_hvp")
 
     def hvp_maker(*args, **kwargs):
-        tr = Trace(fun, args, kwargs, argnum, "make_hvp")
+        tr = first_order_trace(fun, args, kwargs, argnum, "make_hvp")
         return tr.hvp, tr.scalar_output()[1]
     return hvp_maker
 
