@@ -55,7 +55,10 @@ AD_SIMD_CLONES static int reverse_array(ad_tape *t, double *g, int64_t i, int ch
 {
     int op = t->op[i];
     const int accum = g != t->grad;
-    if (op == AD_LEAF)
+    /* An entry that depends on no variable (a comparison, a constant:
+     * reached only as a seed) has no derivative, and its operands have no
+     * adjoint blocks to write into. */
+    if (op == AD_LEAF || !(t->flags[i] & AD_FLAG_VARIABLE))
         return AD_OK;
     if (accum && t->blk[t->aux[i]].adj_unset)
         return AD_OK;           /* nothing reached it: a zero adjoint */
