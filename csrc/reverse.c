@@ -55,10 +55,7 @@ AD_SIMD_CLONES static int reverse_array(ad_tape *t, double *g, int64_t i, int ch
 {
     int op = t->op[i];
     const int accum = g != t->grad;
-    /* An entry that depends on no variable (a comparison, a constant:
-     * reached only as a seed) has no derivative, and its operands have no
-     * adjoint blocks to write into. */
-    if (op == AD_LEAF || !(t->flags[i] & AD_FLAG_VARIABLE))
+    if (op == AD_LEAF)
         return AD_OK;
     if (accum && t->blk[t->aux[i]].adj_unset)
         return AD_OK;           /* nothing reached it: a zero adjoint */
@@ -326,7 +323,13 @@ int ad_backward_arrays(ad_tape *t, int64_t nseeds, const int64_t *idx,
     }
 
     for (int64_t i = top; i >= 0; --i) {
-        if (!(f[i] & AD_FLAG_MARK))
+        /* Only variables pass adjoints down.  Every other marked entry is
+         * a seed that depends on no variable (a comparison's mask, or a
+         * sum of one): its operands are constants, which have no adjoint
+         * blocks to write into (a comparison of variables, the one
+         * exception, has zero derivatives).                               */
+        if ((f[i] & (AD_FLAG_MARK | AD_FLAG_VARIABLE))
+                != (AD_FLAG_MARK | AD_FLAG_VARIABLE))
             continue;
         /* constants (operands depending on no variable) are not swept;
          * an array operand gets its (zeroed) adjoint block when first
