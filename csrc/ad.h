@@ -244,6 +244,14 @@ int ad_array_append_map(ad_tape *t, int op, int64_t a, double *val,
 int ad_array_append_strided(ad_tape *t, int64_t a, double *val,
                             int32_t ndim, const int64_t *shape,
                             int64_t offset, const int64_t *stride);
+/* Would the appends above take this entry?  Their checks, with nothing
+ * appended: a saved recording's entries are checked before their values
+ * are allocated (an edited shape must not become a huge allocation).
+ * map (nmap indices): a GATHER's or SCATTER's index map; stride (and
+ * offset): a strided GATHER; for the other ops, NULL.                    */
+int ad_array_check(ad_tape *t, int op, int64_t a, int64_t b, int32_t ndim,
+                   const int64_t *shape, const int64_t *map, int64_t nmap,
+                   const int64_t *stride, int64_t offset);
 double *ad_array_grad(ad_tape *t, int64_t i);
 double *ad_entry_adjoint(ad_tape *t, int64_t i, int mode);
 /* For an extern rule about to add into entry i's adjoint: the block, with

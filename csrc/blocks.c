@@ -300,11 +300,52 @@ int ad_array_row(ad_tape *t, int op, int64_t a, int64_t b, double imm,
     return ad_array_op(t, op, a, b, imm, rows + row * size);
 }
 
+/* A rank and shape a block can hold: its size in bytes fits an int64.
+ * *elements: its number of elements. */
+static int check_shape(ad_tape *t, int32_t ndim, const int64_t *shape,
+                       int64_t *elements)
+{
+    if (ndim < 0 || ndim > AD_MAXDIM)
+        return ad_fail(t, AD_EINVAL, t->n, "bad array rank %d: arrays have "
+                       "at most %d dimensions", (int)ndim, AD_MAXDIM);
+    int64_t size = 1;
+    for (int d = 0; d < ndim; ++d) {
+        if (shape[d] < 0 || (shape[d] > 0 && size > INT64_MAX / 8 / shape[d]))
+            return ad_fail(t, AD_EINVAL, t->n, "bad array shape");
+        size *= shape[d];
+    }
+    *elements = size;
+    return AD_OK;
+}
+
+/* What every array entry must be, whatever its form: a known op, a shape
+ * (check_shape), and earlier entries as its operands, -1 where the op
+ * has none.                                                             */
+static int check_entry(ad_tape *t, int op, int64_t a, int64_t b,
+                       int32_t ndim, const int64_t *shape, int64_t *size)
+{
+    int arity = ad_op_arity(op);
+    int64_t i = t->n;
+    if (arity < 0)
+        return ad_fail(t, AD_EINVAL, i, "unknown op code %d", op);
+    int status = check_shape(t, ndim, shape, size);
+    if (status != AD_OK)
+        return status;
+    int bad_a = arity >= 1 ? (a < 0 || a >= i) : a != -1;
+    int bad_b = arity >= 2 ? (b < 0 || b >= i) : b != -1;
+    if (op == AD_EXTERN && b == -1)
+        bad_b = 0;                      /* an extern op may take one operand */
+    if (bad_a || bad_b)
+        return ad_fail(t, AD_EINVAL, i, "entry %lld (%s): operands %lld, %lld "
+                       "must be earlier entries", (long long)i,
+                       ad_op_name(op), (long long)a, (long long)b);
+    return AD_OK;
+}
+
 /* GATHER: nmap == the output's size, entries index the operand.
  * SCATTER: nmap == the operand's size, entries index the output. */
-int ad_array_append_map(ad_tape *t, int op, int64_t a, double *val,
-                        int32_t ndim, const int64_t *shape,
-                        const int64_t *map, int64_t nmap)
+static int check_map(ad_tape *t, int op, int64_t a, int32_t ndim,
+                     const int64_t *shape, const int64_t *map, int64_t nmap)
 {
     if (op != AD_GATHER && op != AD_SCATTER)
         return ad_fail(t, AD_EINVAL, -1, "%s takes no index map",
@@ -312,16 +353,11 @@ int ad_array_append_map(ad_tape *t, int op, int64_t a, double *val,
     if (a < 0 || a >= t->n)
         return ad_fail(t, AD_EINVAL, t->n, "%s: operand %lld is not an "
                        "earlier entry", ad_op_name(op), (long long)a);
-    if (ndim < 0 || ndim > AD_MAXDIM)
-        return ad_fail(t, AD_EINVAL, t->n, "bad array rank %d", (int)ndim);
-    int64_t out_size = 1, in_size = 1;
-    for (int d = 0; d < ndim; ++d) {
-        if (shape[d] < 0)
-            return ad_fail(t, AD_EINVAL, t->n, "bad array shape");
-        out_size *= shape[d];
-    }
-    if (t->aux[a] >= 0)
-        in_size = t->blk[t->aux[a]].size;
+    int64_t out_size;
+    int status = check_shape(t, ndim, shape, &out_size);
+    if (status != AD_OK)
+        return status;
+    int64_t in_size = t->aux[a] >= 0 ? t->blk[t->aux[a]].size : 1;
     int64_t want = op == AD_GATHER ? out_size : in_size;
     int64_t bound = op == AD_GATHER ? in_size : out_size;
     if (nmap != want)
@@ -333,13 +369,23 @@ int ad_array_append_map(ad_tape *t, int op, int64_t a, double *val,
             return ad_fail(t, AD_EINVAL, t->n, "%s: index %lld out of range "
                            "for %lld elements", ad_op_name(op),
                            (long long)map[k], (long long)bound);
+    return AD_OK;
+}
+
+int ad_array_append_map(ad_tape *t, int op, int64_t a, double *val,
+                        int32_t ndim, const int64_t *shape,
+                        const int64_t *map, int64_t nmap)
+{
+    int status = check_map(t, op, a, ndim, shape, map, nmap);
+    if (status != AD_OK)
+        return status;
     int64_t *own = malloc((size_t)(nmap ? nmap : 1) * sizeof *own);
     if (!own)
         return ad_fail(t, AD_ENOMEM, t->n, "out of memory for an index map");
     if (nmap)                   /* map may be NULL for an empty selection */
         memcpy(own, map, (size_t)nmap * sizeof *own);
     ad_block form = {.map = own, .nmap = nmap};
-    int status = append(t, op, a, -1, 0.0, val, ndim, shape, &form);
+    status = append(t, op, a, -1, 0.0, val, ndim, shape, &form);
     if (status != AD_OK && (t->n == 0 || t->aux[t->n - 1] < 0 ||
                             t->blk[t->aux[t->n - 1]].map != own))
         free(own);          /* not stored: an error before the entry existed */
@@ -350,30 +396,13 @@ static int append(ad_tape *t, int op, int64_t a, int64_t b, double imm,
                   double *val, int32_t ndim, const int64_t *shape,
                   const ad_block *form)
 {
-    int arity = ad_op_arity(op);
     int64_t i = t->n;
-    if (arity < 0)
-        return ad_fail(t, AD_EINVAL, i, "unknown op code %d", op);
-    if (ndim < 0 || ndim > AD_MAXDIM)
-        return ad_fail(t, AD_EINVAL, i, "arrays have at most %d dimensions, "
-                       "not %d", AD_MAXDIM, (int)ndim);
     if (!val)
         return ad_fail(t, AD_EINVAL, i, "no values for an array entry");
-    int64_t size = 1;
-    for (int d = 0; d < ndim; ++d) {
-        if (shape[d] < 0 || (shape[d] > 0 && size > INT64_MAX / 8 / shape[d]))
-            return ad_fail(t, AD_EINVAL, i, "bad array shape");
-        size *= shape[d];
-    }
-    int bad_a = arity >= 1 ? (a < 0 || a >= i) : a != -1;
-    int bad_b = arity >= 2 ? (b < 0 || b >= i) : b != -1;
-    if (op == AD_EXTERN && b == -1)
-        bad_b = 0;                      /* an extern op may take one operand */
-    if (bad_a || bad_b)
-        return ad_fail(t, AD_EINVAL, i, "entry %lld (%s): operands %lld, %lld "
-                       "must be earlier entries", (long long)i,
-                       ad_op_name(op), (long long)a, (long long)b);
-    int status = form ? AD_OK : check_shapes(t, op, a, b, ndim, shape);
+    int64_t size;
+    int status = check_entry(t, op, a, b, ndim, shape, &size);
+    if (status == AD_OK && !form)
+        status = check_shapes(t, op, a, b, ndim, shape);
     if (status != AD_OK)
         return status;
     status = ad_tape_reserve(t, i + 1);
@@ -429,25 +458,19 @@ static int append(ad_tape *t, int op, int64_t a, int64_t b, double imm,
  * and highest reachable indices are checked, one dimension at a time, in
  * an order that cannot overflow (each dimension's span is first bounded
  * by the operand's size).  An empty output reaches nothing.              */
-int ad_array_append_strided(ad_tape *t, int64_t a, double *val,
-                            int32_t ndim, const int64_t *shape,
-                            int64_t offset, const int64_t *stride)
+static int check_strided(ad_tape *t, int64_t a, int32_t ndim,
+                         const int64_t *shape, int64_t offset,
+                         const int64_t *stride)
 {
     if (a < 0 || a >= t->n)
         return ad_fail(t, AD_EINVAL, t->n, "gather: operand %lld is not an "
                        "earlier entry", (long long)a);
-    if (ndim < 0 || ndim > AD_MAXDIM)
-        return ad_fail(t, AD_EINVAL, t->n, "bad array rank %d", (int)ndim);
-    int empty = 0;
-    for (int d = 0; d < ndim; ++d) {
-        if (shape[d] < 0)
-            return ad_fail(t, AD_EINVAL, t->n, "bad array shape");
-        empty |= shape[d] == 0;
-    }
+    int64_t size;
+    int status = check_shape(t, ndim, shape, &size);
+    if (status != AD_OK)
+        return status;
+    const int empty = size == 0;
     int64_t in_size = t->aux[a] >= 0 ? t->blk[t->aux[a]].size : 1;
-    ad_block form = {.offset = offset};
-    for (int d = 0; d < ndim; ++d)
-        form.stride[d] = stride[d];
     if (!empty) {
         if (offset < 0 || offset >= in_size)
             return ad_fail(t, AD_EINVAL, t->n, "gather: offset %lld outside "
@@ -475,7 +498,37 @@ int ad_array_append_strided(ad_tape *t, int64_t a, double *val,
                                (long long)in_size);
         }
     }
+    return AD_OK;
+}
+
+int ad_array_append_strided(ad_tape *t, int64_t a, double *val,
+                            int32_t ndim, const int64_t *shape,
+                            int64_t offset, const int64_t *stride)
+{
+    int status = check_strided(t, a, ndim, shape, offset, stride);
+    if (status != AD_OK)
+        return status;
+    ad_block form = {.offset = offset};
+    for (int d = 0; d < ndim; ++d)
+        form.stride[d] = stride[d];
     return append(t, AD_GATHER, a, -1, 0.0, val, ndim, shape, &form);
+}
+
+int ad_array_check(ad_tape *t, int op, int64_t a, int64_t b, int32_t ndim,
+                   const int64_t *shape, const int64_t *map, int64_t nmap,
+                   const int64_t *stride, int64_t offset)
+{
+    int64_t size;
+    int status = check_entry(t, op, a, b, ndim, shape, &size);
+    if (status != AD_OK)
+        return status;
+    if (stride)
+        return op == AD_GATHER ? check_strided(t, a, ndim, shape, offset, stride)
+                               : ad_fail(t, AD_EINVAL, t->n, "%s cannot be "
+                                         "strided", ad_op_name(op));
+    if (map || op == AD_GATHER || op == AD_SCATTER)
+        return check_map(t, op, a, ndim, shape, map, nmap);
+    return check_shapes(t, op, a, b, ndim, shape);
 }
 
 /* A leaf array: a variable (gradients wanted) or a constant. */
