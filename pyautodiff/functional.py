@@ -118,8 +118,11 @@ def _check_closure(tr, name):
     if any(differentiated(outer) for outer, _ in tr.tape.imports.values()):
         raise NotImplementedError(
             f"{name}: the function uses a variable of an enclosing derivative "
-            "that is not one of its arguments; pass it as an argument (a "
-            "derivative of a derivative must see all its variables)")
+            "that this derivative does not differentiate (it is closed over, "
+            "or passed as an argument outside argnum); derivatives of such "
+            "mixed functions are not supported yet: differentiate with "
+            "respect to every variable at once (e.g. ad.hessian with a tuple "
+            "argnum), or pass it inside argnum")
 
 
 def _nesting_error(name):

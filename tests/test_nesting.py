@@ -177,3 +177,11 @@ def test_a_recording_inside_a_derivative_raises(call):
     for x in (1.5, onp.array([1.5, 0.5])):
         with pytest.raises(NotImplementedError, match="recording"):
             ad.grad(lambda t: onp.sum(call(t)))(x)
+
+
+def test_mixed_partial_through_an_argument_outside_argnum_says_so():
+    # y reaches the inner grad as an argument it does not differentiate:
+    # the message must not claim y is no argument at all
+    f = lambda x, y: onp.sin(x) * y    # noqa: E731
+    with pytest.raises(NotImplementedError, match="outside argnum"):
+        ad.grad(lambda y: ad.grad(f)(0.5, y))(0.3)
