@@ -60,7 +60,10 @@ def _public_name(fn):
         if part.startswith("_"):
             break
         public.append(part)
-    return ".".join(public + [fn.__name__])
+    # an ndarray method (astype, tolist) by its class: numpy.ndarray.tolist
+    name = getattr(fn, "__qualname__", fn.__name__) if \
+        getattr(fn, "__objclass__", None) is np.ndarray else fn.__name__
+    return ".".join(public + [name])
 
 
 def _no_rule(what):
@@ -174,6 +177,11 @@ def _dot(a, b):
     return _array.matmul(a, b)
 
 
+def _method(name):
+    """NumPy's np.NAME(a, ...) as the Array method a.NAME(...)."""
+    return lambda a, *args, **kwargs: getattr(_array._asarray(a), name)(*args, **kwargs)
+
+
 _FUNCTIONS = {
     np.sum: _reduction("sum"), np.mean: _reduction("mean"),
     np.max: _reduction("max"), np.min: _reduction("min"),
@@ -185,6 +193,10 @@ _FUNCTIONS = {
     np.concatenate: lambda arrays, axis=0: _array.concatenate(arrays, axis),
     np.stack: lambda arrays, axis=0: _array.stack(arrays, axis),
     np.where: _array.where, np.clip: _array.clip,
+    np.prod: _method("prod"), np.cumsum: _method("cumsum"),
+    np.var: _method("var"), np.std: _method("std"), np.ravel: _method("ravel"),
+    np.swapaxes: _method("swapaxes"), np.repeat: _method("repeat"),
+    np.copy: _method("copy"),
     np.maximum: _array.maximum, np.minimum: _array.minimum,
     # decisions: Python bools, guards inside ad.record
     np.any: lambda a, axis=None, **kw: _decision(a, "any", axis, kw),
