@@ -74,6 +74,10 @@ class Array:
         from .numpy_interop import apply_function
         return apply_function(func, args, kwargs)
 
+    def __array__(self, dtype=None, copy=None):
+        from .numpy_interop import as_ndarray
+        return as_ndarray(self, dtype, copy)
+
     @property
     def _d(self):
         """The values: a small result's (see _POOL_ROWS) are its row of the
@@ -622,6 +626,8 @@ def _node(x, t):
         x = t.adopt(x)
         t.flush()
         return x, ()
+    if _holds_traced(x):          # a list of Values or Arrays: not a constant
+        return _node(_asarray(x), t)
     return _constant(x), np.shape(x)
 
 
@@ -995,10 +1001,14 @@ def _scatter(x, shape, positions):
 
 def _asarray(x):
     """x as an Array: a Value becomes a 0-d Array (one entry reading it), a
-    list holding Values or Arrays the Array they stack into."""
+    list holding Values or Arrays (or an object ndarray of them, which is
+    what np.array([a, b]) of traced Arrays makes) the Array they stack
+    into."""
     if isinstance(x, Array):
         return x
-    if isinstance(x, (list, tuple)) and _holds_traced(x):
+    if isinstance(x, (list, tuple, np.ndarray)) and _holds_traced(x):
+        if isinstance(x, np.ndarray) and x.ndim == 0:
+            return _asarray(x[()])
         return stack([_asarray(e) for e in x])
     if isinstance(x, Value):
         t = recording_tape()
@@ -1011,6 +1021,8 @@ def _asarray(x):
 def _holds_traced(x):
     if isinstance(x, (Array, Value)):
         return True
+    if isinstance(x, np.ndarray):
+        return x.dtype == object and any(_holds_traced(e) for e in x.flat)
     return isinstance(x, (list, tuple)) and any(_holds_traced(e) for e in x)
 
 

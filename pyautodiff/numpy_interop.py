@@ -9,6 +9,7 @@ import numpy as np
 
 from . import array as _array
 from .array import Array
+from .trace import differentiated
 from .value import REFLECTED, Value
 
 _BINARY_UFUNCS = {np.add: "__add__", np.subtract: "__sub__",
@@ -122,6 +123,29 @@ def _traced(x):
     if isinstance(x, (list, tuple)):
         return [t for e in x for t in _traced(e)]
     return []
+
+
+def as_ndarray(a, dtype=None, copy=None):
+    """np.asarray(a) of an Array (its __array__, with NumPy 2's arguments):
+    the float64 ndarray of its values, a number taken out of the tape (in
+    a recording, pinned: a guard on the values, as float(x) of a traced
+    scalar is).  An Array that a derivative or a recording is tracing
+    stays traced where no dtype is asked for: an object array of its
+    elements (0-d Arrays), as np.array([x, y]) of traced scalars is one,
+    so that np.array([a, b]) of traced Arrays records instead of silently
+    cutting their derivatives off."""
+    if dtype is None and differentiated(a):
+        out = np.empty(a.shape, dtype=object)
+        for index in np.ndindex(a.shape):
+            out[index] = a[index] if a.ndim else a
+        return out
+    values = _nondifferentiable(np.asarray, (a,), {"dtype": dtype})
+    if values is not a._d:              # converted to another dtype
+        if copy is False:
+            raise ValueError(f"numpy.asarray(copy=False): an Array's float64 "
+                             f"values cannot become {values.dtype} without a copy")
+        return values
+    return values.copy() if copy else values
 
 
 def _nondifferentiable(fn, args, kwargs):

@@ -1,4 +1,4 @@
-"""The ndarray's methods on ad.Array.  Values are checked against NumPy on the same
+"""The ndarray's methods on ad.Array and np.asarray of an Array.  Values are checked against NumPy on the same
 data, gradients against central differences (ad.check_grad), hand-derived
 values or HIPS autograd."""
 import autograd
@@ -152,8 +152,56 @@ def test_round_is_a_constant():
 def test_results_that_leave_the_tape_are_guards_in_a_recording():
     x1 = X[::-1].copy()
     for fn in (lambda x: x * x.argmax(), lambda x: x * x.tolist()[0][0],
-               lambda x: x * x.astype(int).sum()):
+               lambda x: x * x.astype(int).sum(), lambda x: x * np.asarray(x, float)[0, 0]):
         F = ad.record(fn, X)
         np.testing.assert_allclose(F(X), fn(X))
         with pytest.raises(ad.BranchError):
             F(x1)
+
+
+# -- np.asarray of an Array --------------------------------------------------
+
+def test_asarray_gives_the_float_values():
+    a = ad.Array(X)
+    for out in (np.asarray(a), np.array(a), np.asanyarray(a)):
+        assert type(out) is np.ndarray and out.dtype == np.float64
+        np.testing.assert_array_equal(out, X)
+    assert np.asarray(a, dtype=np.float32).dtype == np.float32
+    assert np.array(a, dtype=int).tolist() == X.astype(int).tolist()
+    copied = np.array(a, copy=True)
+    copied[0, 0] = 9.0
+    assert a.data[0, 0] == X[0, 0]
+    with pytest.raises(ValueError, match="without a copy"):
+        np.asarray(a, dtype=int, copy=False)
+    np.testing.assert_allclose(a * 2, 2 * X)       # NumPy's testing reads it
+    assert np.array([ad.Array([1.0, 2.0]), ad.Array([3.0, 4.0])]).tolist() == \
+        [[1.0, 2.0], [3.0, 4.0]]
+
+
+def test_numpy_dispatch_still_records():
+    a = ad.Array(X)
+    for out in (np.exp(a), X * a, np.sum(a, axis=0), np.stack([a, a]),
+                np.concatenate([a, a]), np.dot(a, B)):
+        assert isinstance(out, ad.Array)
+    np.sum(np.exp(a)).backward()
+    np.testing.assert_allclose(a.grad, np.exp(X))
+
+
+def test_np_array_of_traced_arrays_stays_traced():
+    # inside a derivative, np.array([x, y]) of traced Arrays records (as of
+    # traced scalars), where floats would silently cut the derivative off
+    def f(x):
+        v = np.array([x[0] * x[1], x[1], np.sin(x[0])])
+        return np.sum(v ** 2) + np.sum(np.asarray(x) * x)
+
+    def df(x):                    # by hand
+        return np.array([2 * x[0] * x[1] ** 2 + 2 * np.sin(x[0]) * np.cos(x[0]) + 2 * x[0],
+                         2 * x[0] ** 2 * x[1] + 4 * x[1]])
+    x = np.array([0.5, -1.5])
+    np.testing.assert_allclose(ad.grad(f)(x), df(x), rtol=1e-13)
+    F = ad.record(f, x)
+    x1 = np.array([2.0, 0.25])
+    assert F(x1) == pytest.approx(f(x1))
+    np.testing.assert_allclose(F.grad(x1), df(x1), rtol=1e-13)
+    # a float dtype asks for the numbers: pinned, as float(x) is
+    np.testing.assert_allclose(ad.grad(lambda x: np.sum(np.asarray(x, float) * x))(x), x)
