@@ -340,7 +340,13 @@ class Array:
                                  "shape")
             t.backward([self._i], [1.0], _core.SWEEP_ACCUM)
             return
-        seed = _as_float_array(grad)
+        try:
+            seed = _as_float_array(grad)
+        except (TypeError, ValueError):     # str, complex, ragged lists ...
+            raise TypeError(f"backward(grad): grad must be an array of real "
+                            f"numbers of this Array's shape {self.shape} (or "
+                            "nothing, for an Array of one element), not "
+                            f"{type(grad).__name__} {grad!r}") from None
         if seed.shape != self._d.shape:
             raise ValueError(f"backward(grad): grad has shape {seed.shape}, "
                              f"the Array has shape {self.shape}")

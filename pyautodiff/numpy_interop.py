@@ -72,6 +72,13 @@ def _no_rule(what):
                      "use ad.custom_op to give it one")
 
 
+def _in_place(what):
+    return TypeError(f"{what} writes into an ndarray (out=, or an in-place "
+                     "operator such as ndarray += Array): in-place NumPy "
+                     "operations on an ndarray cannot record a derivative; "
+                     "write `x = x + a` instead of `x += a`")
+
+
 # -- functions that need no derivative (HIPS autograd's nograd functions) ----
 # Queries whose answer does not depend on the values: NumPy's, no guard.
 _QUERIES = frozenset({np.shape, np.ndim, np.size, np.result_type,
@@ -172,8 +179,9 @@ def apply_ufunc(ufunc, method, inputs, kwargs):
     if method != "__call__" or kwargs.get("out") is not None:
         if method == "__call__" and ufunc in _NO_DERIVATIVE_UFUNCS:
             return _nondifferentiable(ufunc, inputs, kwargs)    # into out=
-        raise _no_rule(f"{_public_name(ufunc)}.{method}" if method != "__call__"
-                       else f"{_public_name(ufunc)} with out=")
+        if method != "__call__":
+            raise _no_rule(f"{_public_name(ufunc)}.{method}")
+        raise _in_place(_public_name(ufunc))
     if ufunc in _BINARY_UFUNCS:
         return _binary(_BINARY_UFUNCS[ufunc], *_operands(inputs))
     if ufunc in _UNARY_UFUNCS:
@@ -188,7 +196,7 @@ def apply_ufunc(ufunc, method, inputs, kwargs):
 def _reduction(name):
     def reduce(a, axis=None, keepdims=False, **kwargs):
         if kwargs.get("out") is not None:
-            raise _no_rule(f"numpy.{name} with out=")
+            raise _in_place(f"numpy.{name}")
         return getattr(_array._asarray(a), name)(axis=axis, keepdims=keepdims)
     return reduce
 

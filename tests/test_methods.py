@@ -1,4 +1,5 @@
-"""The ndarray's methods on ad.Array and np.asarray of an Array.  Values are checked against NumPy on the same
+"""The ndarray's methods on ad.Array, np.asarray of an Array, and the
+messages of common mistakes.  Values are checked against NumPy on the same
 data, gradients against central differences (ad.check_grad), hand-derived
 values or HIPS autograd."""
 import autograd
@@ -205,3 +206,39 @@ def test_np_array_of_traced_arrays_stays_traced():
     np.testing.assert_allclose(F.grad(x1), df(x1), rtol=1e-13)
     # a float dtype asks for the numbers: pinned, as float(x) is
     np.testing.assert_allclose(ad.grad(lambda x: np.sum(np.asarray(x, float) * x))(x), x)
+
+
+# -- messages ----------------------------------------------------------------
+
+def test_backward_with_a_grad_that_is_not_an_array_says_what_it_needs():
+    y = ad.Array([1.0, 2.0]) * 2.0
+    for bad in ("x", 1j, [[1.0], [2.0, 3.0]]):
+        with pytest.raises(TypeError, match=r"backward\(grad\): grad must be an "
+                           r"array of real numbers of this Array's shape \(2,\)"):
+            y.backward(bad)
+
+
+def test_minimize_of_a_vector_function_names_minimize_and_the_shape():
+    for method in ("lbfgs", "L-BFGS-B", "Nelder-Mead"):
+        with pytest.raises(TypeError, match=r"ad.minimize needs a function "
+                           r"returning a scalar.*shape \(3,\)"):
+            ad.minimize(lambda x: x ** 2, np.ones(3), method=method)
+    with pytest.raises(TypeError, match=r"grad needs a function with a scalar "
+                       r"output \(for others use jacobian or vjp\); this one "
+                       r"returned shape \(3,\)"):
+        ad.grad(lambda x: x ** 2)(np.ones(3))
+
+
+def test_in_place_numpy_operations_on_an_ndarray_say_what_to_write():
+    a = ad.Array([1.0, 2.0])
+    x = np.zeros(2)
+    with pytest.raises(TypeError, match=r"in-place NumPy operations on an "
+                       r"ndarray cannot record.*x = x \+ a"):
+        x += a
+    with pytest.raises(TypeError, match="numpy.exp writes into an ndarray"):
+        np.exp(a, out=x)
+    with pytest.raises(TypeError, match="numpy.sum writes into an ndarray"):
+        np.sum(a, out=np.zeros(()))
+    np.testing.assert_array_equal(x, [0.0, 0.0])
+    x = x + a                     # what to write instead
+    assert isinstance(x, ad.Array)
