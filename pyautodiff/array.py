@@ -74,6 +74,10 @@ class Array:
         from .numpy_interop import apply_function
         return apply_function(func, args, kwargs)
 
+    def __array__(self, dtype=None, copy=None):
+        from .numpy_interop import as_ndarray
+        return as_ndarray(self, dtype, copy)
+
     @property
     def _d(self):
         """The values: a small result's (see _POOL_ROWS) are its row of the
@@ -162,10 +166,14 @@ class Array:
                              "element is ambiguous; use a.any() or a.all()")
         return _decide(self, bool(self._d.reshape(-1)[0]), "the truth value")
 
-    def any(self):
+    def any(self, axis=None, keepdims=False):
+        if axis is not None or keepdims:        # a bool array, as NumPy's
+            return np.any(self, axis=axis, keepdims=keepdims)
         return _decide(self, bool(np.any(self._d)), "any()")
 
-    def all(self):
+    def all(self, axis=None, keepdims=False):
+        if axis is not None or keepdims:
+            return np.all(self, axis=axis, keepdims=keepdims)
         return _decide(self, bool(np.all(self._d)), "all()")
 
     def __repr__(self):
@@ -197,6 +205,88 @@ class Array:
 
     def min(self, axis=None, keepdims=False):
         return _reduce(self, axis, keepdims, op="MIN")
+
+    def prod(self, axis=None, dtype=None, out=None, keepdims=False):
+        _float_result("prod", dtype, out)
+        return prod(self, axis, keepdims)
+
+    def cumsum(self, axis=None, dtype=None, out=None):
+        _float_result("cumsum", dtype, out)
+        return cumsum(self, axis)
+
+    def var(self, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
+        _float_result("var", dtype, out)
+        return var(self, axis, ddof, keepdims)
+
+    def std(self, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
+        _float_result("std", dtype, out)
+        return var(self, axis, ddof, keepdims).sqrt()
+
+    # -- more of the ndarray's methods, recorded where NumPy's result is
+    # differentiable; the rest are NumPy's result on the values ------------
+
+    def ravel(self, order="C"):
+        if order not in ("C", "F", "A", "K"):
+            raise ValueError(f"ravel: order must be 'C', 'F', 'A' or 'K', not {order!r}")
+        # (an Array's values are in C order, so 'A' and 'K' are 'C')
+        return (self.T if order == "F" else self).reshape(-1)
+
+    def flatten(self, order="C"):
+        return self.ravel(order)        # a new Array either way
+
+    def copy(self, order="K"):
+        """A new Array with the same values; the derivative flows through
+        it (the identity)."""
+        if recording_tape() is NO_GRAD:
+            return _detached(self._d.copy())
+        return self.reshape(self._d.shape)
+
+    def astype(self, dtype, order="K", casting="unsafe", subok=True, copy=True):
+        """A float dtype keeps the Array (differentiable: an Array holds
+        float64 whatever float type is asked for); an integer or bool dtype
+        gives NumPy's plain ndarray of the values, which has no derivative."""
+        kind = np.dtype(dtype).kind
+        if kind == "f":
+            return self.copy() if copy else self
+        if kind not in "biu":
+            raise TypeError(f"astype: an Array holds real numbers; it cannot "
+                            f"become {np.dtype(dtype)}")
+        from .numpy_interop import _nondifferentiable
+        return _nondifferentiable(np.ndarray.astype, (self, dtype),
+                          dict(order=order, casting=casting, copy=copy))
+
+    def tolist(self):
+        """The values as (nested lists of) Python floats: plain numbers,
+        no longer recorded (inside ad.record, a guard on the values)."""
+        from .numpy_interop import _nondifferentiable
+        return _nondifferentiable(np.ndarray.tolist, (self,), {})
+
+    def argmax(self, axis=None, out=None, *, keepdims=False):
+        return np.argmax(self, axis, out, keepdims=keepdims)
+
+    def argmin(self, axis=None, out=None, *, keepdims=False):
+        return np.argmin(self, axis, out, keepdims=keepdims)
+
+    def round(self, decimals=0, out=None):
+        return np.round(self, decimals, out)        # a constant Array
+
+    def clip(self, min=None, max=None):
+        return clip(self, min, max)
+
+    def dot(self, b):
+        return np.dot(self, b)
+
+    def squeeze(self, axis=None):
+        return squeeze(self, axis)
+
+    def swapaxes(self, axis1, axis2):
+        axes = list(range(self._d.ndim))
+        i, j = normalize_axis_tuple((axis1, axis2), self._d.ndim, allow_duplicate=True)
+        axes[i], axes[j] = j, i
+        return self.transpose(axes)
+
+    def repeat(self, repeats, axis=None):
+        return _gather(self, lambda idx: np.repeat(idx, repeats, axis))
 
     def transpose(self, *axes):
         if len(axes) == 1 and (axes[0] is None or not isinstance(axes[0], numbers.Integral)):
@@ -250,7 +340,13 @@ class Array:
                                  "shape")
             t.backward([self._i], [1.0], _core.SWEEP_ACCUM)
             return
-        seed = _as_float_array(grad)
+        try:
+            seed = _as_float_array(grad)
+        except (TypeError, ValueError):     # str, complex, ragged lists ...
+            raise TypeError(f"backward(grad): grad must be an array of real "
+                            f"numbers of this Array's shape {self.shape} (or "
+                            "nothing, for an Array of one element), not "
+                            f"{type(grad).__name__} {grad!r}") from None
         if seed.shape != self._d.shape:
             raise ValueError(f"backward(grad): grad has shape {seed.shape}, "
                              f"the Array has shape {self.shape}")
@@ -536,6 +632,8 @@ def _node(x, t):
         x = t.adopt(x)
         t.flush()
         return x, ()
+    if _holds_traced(x):          # a list of Values or Arrays: not a constant
+        return _node(_asarray(x), t)
     return _constant(x), np.shape(x)
 
 
@@ -909,10 +1007,14 @@ def _scatter(x, shape, positions):
 
 def _asarray(x):
     """x as an Array: a Value becomes a 0-d Array (one entry reading it), a
-    list holding Values or Arrays the Array they stack into."""
+    list holding Values or Arrays (or an object ndarray of them, which is
+    what np.array([a, b]) of traced Arrays makes) the Array they stack
+    into."""
     if isinstance(x, Array):
         return x
-    if isinstance(x, (list, tuple)) and _holds_traced(x):
+    if isinstance(x, (list, tuple, np.ndarray)) and _holds_traced(x):
+        if isinstance(x, np.ndarray) and x.ndim == 0:
+            return _asarray(x[()])
         return stack([_asarray(e) for e in x])
     if isinstance(x, Value):
         t = recording_tape()
@@ -925,6 +1027,8 @@ def _asarray(x):
 def _holds_traced(x):
     if isinstance(x, (Array, Value)):
         return True
+    if isinstance(x, np.ndarray):
+        return x.dtype == object and any(_holds_traced(e) for e in x.flat)
     return isinstance(x, (list, tuple)) and any(_holds_traced(e) for e in x)
 
 
@@ -968,6 +1072,101 @@ def expand_dims(a, axis):
 def squeeze(a, axis=None):
     a = _asarray(a)
     return a.reshape(_shape_after(a.shape, lambda d: np.squeeze(d, axis)))
+
+
+# -- variance, products and cumulative sums ------------------------------------
+
+def _float_result(name, dtype, out):
+    """An Array's reduction gives a new float64 Array: no out=, no other
+    dtype (it would be a number NumPy does not compute)."""
+    if out is not None:
+        raise TypeError(f"Array.{name}: out= is not supported (the result is "
+                        "a new Array; use the one returned)")
+    if dtype is not None and np.dtype(dtype).kind != "f":
+        raise TypeError(f"Array.{name}: dtype={np.dtype(dtype)} is not "
+                        "supported (an Array holds float64)")
+
+
+def var(a, axis=None, ddof=0, keepdims=False):
+    """NumPy's var: the mean square deviation from the mean, divided by
+    n - ddof for n elements reduced (inf or nan where that is <= 0, as
+    NumPy gives)."""
+    a = _asarray(a)
+    m = a.mean(axis=axis, keepdims=True)
+    d = a - m
+    n = a.size // m.size if m.size else 0
+    return (d * d).sum(axis=axis, keepdims=keepdims) / float(max(n - ddof, 0))
+
+
+def _extern(name, forward, vjp, jvp, a, linear=False):
+    """forward(a) recorded as one entry with the rules vjp and jvp (on a's
+    values, as NumPy computes them)."""
+    value = forward(a._d)
+    if recording_tape() is NO_GRAD:
+        return _detached(value)
+    return record_extern(ExternRule(forward, vjp, name, jvp=jvp, linear=linear),
+                         [a], value)
+
+
+def _tangent_of(tangents, x):
+    """The input's tangent (zeros for an input that does not move)."""
+    return np.zeros(np.shape(x)) if tangents[0] is None else tangents[0]
+
+
+def _others_product(x, axes):
+    """For each element of x, the product of the other elements along axes:
+    the product of those before it times that of those after it, which is
+    exact where x holds zeros (dividing the whole product by x is not)."""
+    k = len(axes)
+    ends = list(range(x.ndim - k, x.ndim))
+    moved = np.moveaxis(x, axes, ends)
+    rows = moved.reshape(moved.shape[:x.ndim - k] + (-1,))
+    if rows.shape[-1] == 0:
+        return np.zeros(x.shape)
+    ones = np.ones(rows.shape[:-1] + (1,))
+    before = np.cumprod(np.concatenate([ones, rows[..., :-1]], axis=-1), axis=-1)
+    after = np.cumprod(np.concatenate([ones, rows[..., :0:-1]], axis=-1), axis=-1)
+    others = (before * after[..., ::-1]).reshape(moved.shape)
+    return np.moveaxis(others, ends, axes)
+
+
+def prod(a, axis=None, keepdims=False):
+    """NumPy's prod, with a gradient that is right where elements are zero."""
+    a = _asarray(a)
+    axes = tuple(range(a.ndim)) if axis is None else normalize_axis_tuple(axis, a.ndim)
+    kept = tuple(1 if d in axes else n for d, n in enumerate(a.shape))
+
+    def forward(x):
+        return np.prod(x, axis=axes, keepdims=keepdims)
+
+    def vjp(g, out, x):
+        return (np.reshape(g, kept) * _others_product(x, axes),)
+
+    def jvp(tangents, out, x):
+        return np.sum(_tangent_of(tangents, x) * _others_product(x, axes),
+                      axis=axes, keepdims=keepdims)
+
+    return _extern("prod", forward, vjp, jvp, a)
+
+
+def cumsum(a, axis=None):
+    """NumPy's cumsum (of the flattened array for axis=None): a linear op,
+    whose vjp sums the gradient from the other end."""
+    a = _asarray(a)
+    if axis is None:
+        a, axis = a.reshape(-1), 0
+    axis = normalize_axis_tuple(axis, a.ndim)[0]
+
+    def forward(x):
+        return np.cumsum(x, axis=axis)
+
+    def vjp(g, out, x):
+        return (np.flip(np.cumsum(np.flip(g, axis), axis=axis), axis),)
+
+    def jvp(tangents, out, x):
+        return forward(_tangent_of(tangents, x))
+
+    return _extern("cumsum", forward, vjp, jvp, a, linear=True)
 
 
 def transpose(a, axes=None):

@@ -32,7 +32,9 @@ class ExternRule:
     output, *inputs) -> the output's tangent (a tangent is None for a
     constant input).  A bilinear rule (a matrix product) derives both from
     forward and vjp: its tangent is forward(ta, b) + forward(a, tb), and the
-    tangent of its vjp is vjp(dg, a, b) + vjp(g, ta, tb).
+    tangent of its vjp is vjp(dg, a, b) + vjp(g, ta, tb).  A linear rule (a
+    cumulative sum) has a vjp that does not depend on its input, so the
+    tangent of its vjp is vjp(dg).
 
     A pure rule (ours, not a user's) neither keeps nor changes the arrays
     it is given, so the sweep hands it the adjoint block itself.  Its
@@ -43,10 +45,10 @@ class ExternRule:
     the block itself) instead of making a new array to be copied in."""
 
     __slots__ = ("forward", "vjp", "name", "takes_needs", "jvp", "bilinear",
-                 "pure")
+                 "pure", "linear")
 
     def __init__(self, forward, vjp, name, takes_needs=False, jvp=None,
-                 bilinear=False, pure=False):
+                 bilinear=False, pure=False, linear=False):
         self.forward = forward
         self.vjp = vjp
         self.name = name
@@ -54,6 +56,7 @@ class ExternRule:
         self.jvp = jvp
         self.bilinear = bilinear
         self.pure = pure
+        self.linear = linear
 
     def cotangents(self, g, out, inputs, needs, into=None):
         if into is not None:        # a pure rule
@@ -78,6 +81,8 @@ class ExternRule:
     def cotangent_tangents(self, g, dg, out, inputs, tangents, needs):
         """The tangents of the cotangents: what the second-order sweep
         adds to the operands' adjoint tangents."""
+        if self.linear:
+            return self.cotangents(dg, out, inputs, needs)
         if not self.bilinear:
             raise NotImplementedError(
                 f"{self.name}: second derivatives through this op are not "

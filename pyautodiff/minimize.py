@@ -136,7 +136,8 @@ class _Recording:
                                "where f was just recorded: f does not take "
                                "the same decisions twice at the same x")
         rec = Recorded(self.f, (self.space.arg(flat),))
-        rec.trace.scalar_output()          # TypeError for a non-scalar f
+        rec.trace.scalar_output("ad.minimize needs a function returning a "
+                                "scalar (the value to minimize)")
         self.rec = rec
         self.recorded_at = flat
         self.recordings += 1

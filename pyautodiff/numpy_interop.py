@@ -9,6 +9,7 @@ import numpy as np
 
 from . import array as _array
 from .array import Array
+from .trace import differentiated
 from .value import REFLECTED, Value
 
 _BINARY_UFUNCS = {np.add: "__add__", np.subtract: "__sub__",
@@ -60,12 +61,22 @@ def _public_name(fn):
         if part.startswith("_"):
             break
         public.append(part)
-    return ".".join(public + [fn.__name__])
+    # an ndarray method (astype, tolist) by its class: numpy.ndarray.tolist
+    name = getattr(fn, "__qualname__", fn.__name__) if \
+        getattr(fn, "__objclass__", None) is np.ndarray else fn.__name__
+    return ".".join(public + [name])
 
 
 def _no_rule(what):
     return TypeError(f"pyautodiff has no derivative rule for {what}; "
                      "use ad.custom_op to give it one")
+
+
+def _in_place(what):
+    return TypeError(f"{what} writes into an ndarray (out=, or an in-place "
+                     "operator such as ndarray += Array): in-place NumPy "
+                     "operations on an ndarray cannot record a derivative; "
+                     "write `x = x + a` instead of `x += a`")
 
 
 # -- functions that need no derivative (HIPS autograd's nograd functions) ----
@@ -121,6 +132,29 @@ def _traced(x):
     return []
 
 
+def as_ndarray(a, dtype=None, copy=None):
+    """np.asarray(a) of an Array (its __array__, with NumPy 2's arguments):
+    the float64 ndarray of its values, a number taken out of the tape (in
+    a recording, pinned: a guard on the values, as float(x) of a traced
+    scalar is).  An Array that a derivative or a recording is tracing
+    stays traced where no dtype is asked for: an object array of its
+    elements (0-d Arrays), as np.array([x, y]) of traced scalars is one,
+    so that np.array([a, b]) of traced Arrays records instead of silently
+    cutting their derivatives off."""
+    if dtype is None and differentiated(a):
+        out = np.empty(a.shape, dtype=object)
+        for index in np.ndindex(a.shape):
+            out[index] = a[index] if a.ndim else a
+        return out
+    values = _nondifferentiable(np.asarray, (a,), {"dtype": dtype})
+    if values is not a._d:              # converted to another dtype
+        if copy is False:
+            raise ValueError(f"numpy.asarray(copy=False): an Array's float64 "
+                             f"values cannot become {values.dtype} without a copy")
+        return values
+    return values.copy() if copy else values
+
+
 def _nondifferentiable(fn, args, kwargs):
     """fn's result on the values of its arguments.  It depends on them off
     the tape, so inside ad.record every Array or Value it read is a guard
@@ -145,8 +179,9 @@ def apply_ufunc(ufunc, method, inputs, kwargs):
     if method != "__call__" or kwargs.get("out") is not None:
         if method == "__call__" and ufunc in _NO_DERIVATIVE_UFUNCS:
             return _nondifferentiable(ufunc, inputs, kwargs)    # into out=
-        raise _no_rule(f"{_public_name(ufunc)}.{method}" if method != "__call__"
-                       else f"{_public_name(ufunc)} with out=")
+        if method != "__call__":
+            raise _no_rule(f"{_public_name(ufunc)}.{method}")
+        raise _in_place(_public_name(ufunc))
     if ufunc in _BINARY_UFUNCS:
         return _binary(_BINARY_UFUNCS[ufunc], *_operands(inputs))
     if ufunc in _UNARY_UFUNCS:
@@ -161,7 +196,7 @@ def apply_ufunc(ufunc, method, inputs, kwargs):
 def _reduction(name):
     def reduce(a, axis=None, keepdims=False, **kwargs):
         if kwargs.get("out") is not None:
-            raise _no_rule(f"numpy.{name} with out=")
+            raise _in_place(f"numpy.{name}")
         return getattr(_array._asarray(a), name)(axis=axis, keepdims=keepdims)
     return reduce
 
@@ -172,6 +207,11 @@ def _dot(a, b):
     if np.ndim(_array._plain(a)) > 2 or np.ndim(_array._plain(b)) > 2:
         raise _no_rule("numpy.dot of arrays with more than 2 dimensions (use matmul)")
     return _array.matmul(a, b)
+
+
+def _method(name):
+    """NumPy's np.NAME(a, ...) as the Array method a.NAME(...)."""
+    return lambda a, *args, **kwargs: getattr(_array._asarray(a), name)(*args, **kwargs)
 
 
 _FUNCTIONS = {
@@ -185,6 +225,10 @@ _FUNCTIONS = {
     np.concatenate: lambda arrays, axis=0: _array.concatenate(arrays, axis),
     np.stack: lambda arrays, axis=0: _array.stack(arrays, axis),
     np.where: _array.where, np.clip: _array.clip,
+    np.prod: _method("prod"), np.cumsum: _method("cumsum"),
+    np.var: _method("var"), np.std: _method("std"), np.ravel: _method("ravel"),
+    np.swapaxes: _method("swapaxes"), np.repeat: _method("repeat"),
+    np.copy: _method("copy"),
     np.maximum: _array.maximum, np.minimum: _array.minimum,
     # decisions: Python bools, guards inside ad.record
     np.any: lambda a, axis=None, **kw: _decision(a, "any", axis, kw),

@@ -178,8 +178,10 @@ class Trace:
         leaves, st = self.outputs()
         return unflatten(st, [self._leaf_value(leaf) for leaf in leaves])
 
-    def scalar_output(self):
-        """(entry or None, value) of a function that must return a scalar."""
+    def scalar_output(self, needs=None):
+        """(entry or None, value) of a function that must return a scalar;
+        else TypeError: `needs` says who needs one (the transform's name
+        and what to use instead by default)."""
         out = self.out
         if out.__class__ is Traced and out._t is self.tape:    # the common cases
             self.tape.flush()
@@ -189,10 +191,11 @@ class Trace:
         leaves, st = self.outputs()
         value = self._leaf_value(leaves[0]) if len(leaves) == 1 else None
         if st.node is not None or np.size(value) != 1:
-            shape = np.shape(value) if st.node is None else "a " + type(self.out).__name__
-            raise TypeError(f"{self.name} needs a function with a scalar "
-                            f"output; this one returned {shape} (use "
-                            "jacobian or vjp)")
+            got = f"shape {np.shape(value)}" if st.node is None \
+                else "a " + type(self.out).__name__
+            raise TypeError((needs or f"{self.name} needs a function with a "
+                             "scalar output (for others use jacobian or vjp)")
+                            + f"; this one returned {got}")
         return self.entry_of(leaves[0]), float(np.reshape(value, ()))
 
     # -- the leaves ------------------------------------------------------------
