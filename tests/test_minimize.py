@@ -550,7 +550,7 @@ def test_lbfgs_options_are_checked():
 
 @pytest.mark.parametrize("method", ["lbfgs", "L-BFGS-B"])
 def test_a_non_scalar_objective_is_a_type_error(method):
-    with pytest.raises(TypeError, match="scalar output"):
+    with pytest.raises(TypeError, match="ad.minimize needs a function returning a scalar"):
         ad.minimize(lambda x: x ** 2, np.zeros(3), method=method)
 
 
