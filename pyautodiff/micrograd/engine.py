@@ -5,7 +5,15 @@ What it keeps from micrograd, on purpose:
 - the op decomposition: ``-a`` is ``a * -1``, ``a - b`` is ``a + (-b)``,
   ``a / b`` is ``a * b**-1``, and a number operand becomes a leaf Value, so
   the graph (``_prev``, ``_op``) is micrograd's node for node;
-- data as given (``Value(2).data`` is the int 2, ``relu`` of a negative is 0);
+- data as given, the very object (``Value(2).data`` is the int 2, a NumPy
+  scalar or a size-1 ndarray stays one), and results computed from it as
+  micrograd computes them (``Value(np.float64(2)) * 3`` holds np.float64(6.0),
+  ``relu`` of a negative is 0); the tape records the float it stands for.
+  Python numbers and NumPy scalars take the generated fast path unchanged;
+  only an ndarray, which the record cannot hold, takes the slow path;
+- results of operations are plain ``Value``s, also on a subclass's
+  operands (micrograd's ops call ``Value(...)``), and a Value takes
+  arbitrary attributes (``v.velocity = 0.0``);
 - gradients typed as micrograd's arithmetic types them: an int while every
   contribution to it is an int (0 before any backward, 1 on the root,
   ``a*b`` with int data), else a float, so reprs match;
@@ -29,33 +37,63 @@ import numpy as np
 
 from .. import _core
 from .._core import TapeError
-from ..tape import DETACHED
-from ..value import Value as _Value, install_operators
+from ..tape import DETACHED, state
+from ..value import (BINARY, OPS, UNARY, Value as _Value, _slow_binary,
+                     _slow_unary, install_operators)
 
 
 class Value(_Value):
     """micrograd's Value: ``Value(data, _children=(), _op='')``."""
 
-    __slots__ = ("_kids", "_opname", "_bw")
+    # __dict__: micrograd's Values take any attribute (an optimizer's
+    # v.velocity); it costs a pointer per Value, and nothing until used
+    __slots__ = ("_kids", "_opname", "_bw", "__dict__")
     _fuse_constants = frozenset({"__pow__", "__rpow__"})
     _typed_ints = True
+    _keeps_data = True
     _sweep_mode = _core.SWEEP_INPLACE
 
     def __init__(self, data, _children=(), _op="", label=""):
         super().__init__(data, label=label)
+        if self._d is not data:               # kept as given, as micrograd does
+            self._d = data
         if _children or _op:                  # a node of the user's own
             self._kids = tuple(_children)
             self._opname = _op
 
     @staticmethod
     def _coerce(data):
+        """The number the tape records for data (data itself, unless it is
+        a NumPy scalar, a bool or a size-1 ndarray: then its Python number)."""
         if data.__class__ is float or data.__class__ is int:
             float(data)     # OverflowError now for an int no float can hold
             return data
-        if isinstance(data, (bool, np.bool_)) or not isinstance(data, numbers.Real):
+        if isinstance(data, np.ndarray):
+            if data.size != 1 or data.dtype.kind not in "biuf":
+                raise TypeError("Value() takes a number or a real ndarray of "
+                                f"one element, not an ndarray of shape "
+                                f"{data.shape} and dtype {data.dtype}")
+            data = data.item()
+        if not isinstance(data, (numbers.Real, np.bool_)):
             raise TypeError("Value() takes an int or float, not "
                             f"{type(data).__name__}")
-        return data.item() if isinstance(data, np.generic) else float(data)
+        return _core_number(data)
+
+    @property
+    def data(self):
+        return self._d
+
+    @data.setter
+    def data(self, value):
+        _Value.data.fset(self, value)
+        self._d = value
+
+    def _leaf_on(self, tape, flags):
+        d = self._coerce(self._d)
+        out = tape.record(Value, OPS["LEAF"], -1, -1, d, d,
+                          self._int_flags(d, None) | flags)
+        out._d = self._d
+        return out
 
     @property
     def grad(self):
@@ -79,7 +117,12 @@ class Value(_Value):
     @property
     def _op(self):
         name = getattr(self, "_opname", None)
-        return name if name is not None else _Value._op.fget(self)
+        if name is not None:
+            return name
+        op, _, _, imm, _ = self._entry()
+        if op == OPS["POWC"] and not self._t.flags_of(self._i) & _core.FLAG_IMM_INT:
+            return f"**{imm}"           # micrograd's f'**{other}': **2.0
+        return _Value._op.fget(self)
 
     @property
     def _backward(self):
@@ -158,6 +201,61 @@ def _nothing():
     return None
 
 
+def _core_number(x):
+    """x (a real number) as the Python int or float the tape records."""
+    if x.__class__ is float or x.__class__ is int:
+        return x
+    if isinstance(x, (bool, np.bool_)):
+        return int(x)
+    if isinstance(x, np.generic):
+        return x.item()
+    return float(x)
+
+
+def _is_data(x):
+    """Whether micrograd would take x as the data of a Value (a number, or
+    an ndarray of one real element)."""
+    if isinstance(x, np.ndarray):
+        return x.size == 1 and x.dtype.kind in "biuf"
+    return isinstance(x, (numbers.Real, np.bool_))
+
+
+def _recorded(t, op, a, b, c, d):
+    """Record op on tape t with result d (micrograd's data) as a plain Value;
+    the record holds d's number, the Value d itself."""
+    out = t.record(Value, OPS[op], a, b, c, Value._coerce(d),
+                   Value._int_flags(d, c))
+    out._d = d
+    return out
+
+
+def _dropin_binary(self, other, name):
+    """An operator the fast path did not take: a subclass's operand, data
+    the record cannot hold, a number that is not a float or int.  The result
+    is a plain Value, as micrograd's ops make one."""
+    vv_op, vc_op, cexpr = BINARY[name]
+    t = state.rec
+    if self._t is t:                    # recording, and self is on the tape
+        if isinstance(other, Value) and other._t is t and vv_op:
+            return _recorded(t, vv_op, self._i, other._i, 0.0,
+                             Value._fn[vv_op](self._d, other._d))
+        if not isinstance(other, _Value) and _is_data(other):
+            if name not in Value._fuse_constants:   # micrograd: Value(other)
+                return getattr(self, name)(Value(other))
+            c = _core_number(other)
+            return _recorded(t, vc_op, self._i, -1, c,
+                             Value._fn[vc_op](self._d, c=other))
+    return _slow_binary(self, other, name, Value)
+
+
+def _dropin_unary(self, name):
+    t = state.rec
+    if self._t is t:
+        op = UNARY[name]
+        return _recorded(t, op, self._i, -1, 0.0, Value._fn[op](self._d))
+    return _slow_unary(self, name, Value)
+
+
 def _one_owner():
     # What sys.getrefcount says of an object bound to a local variable
     # while exactly one other object refers to it, as _held() asks.
@@ -188,4 +286,5 @@ def _topological_order(root):
 
 
 # generates the rest: + * ** and the math methods, recorded as micrograd does
-install_operators(Value, expr_overrides={"RELU": "0 if x < 0 else x"})
+install_operators(Value, expr_overrides={"RELU": "0 if x < 0 else x"},
+                  slow_binary=_dropin_binary, slow_unary=_dropin_unary)

@@ -1,0 +1,108 @@
+"""The micrograd drop-in as micrograd programs use it, checked against the
+real micrograd package: data of any type micrograd keeps, attributes of
+the user's own, subclasses, copies and pickles."""
+import copy
+import math
+import pickle
+
+import numpy as np
+import pytest
+
+mg_engine = pytest.importorskip("micrograd.engine")
+
+from pyautodiff.micrograd import engine as pa_engine  # noqa: E402
+
+MG, PA = mg_engine.Value, pa_engine.Value
+
+DATA = {
+    "int": lambda: 2,
+    "float": lambda: 2.5,
+    "bool": lambda: True,
+    "float64": lambda: np.float64(2.5),
+    "float32": lambda: np.float32(2.5),
+    "int64": lambda: np.int64(2),
+    "ndarray (1,)": lambda: np.array([2.5]),
+    "ndarray (1, 1)": lambda: np.array([[2.5]]),
+    "ndarray 0-d": lambda: np.array(2.5),
+    "int ndarray (1,)": lambda: np.array([3]),
+}
+
+
+def same(a, b):
+    """a and b are the same object kind with the same value."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, np.ndarray):
+        return a.shape == b.shape and a.dtype == b.dtype and np.array_equal(a, b)
+    return a == b
+
+
+def near(a, b):
+    """Same kind, value equal up to the order of summation."""
+    if type(a) is not type(b):
+        return False
+    a, b = np.asarray(a), np.asarray(b)
+    return a.shape == b.shape and a.dtype == b.dtype and np.allclose(
+        a, b, rtol=1e-12, atol=1e-12)
+
+
+def program(V, d):
+    """micrograd's own ops: +, *, **, relu, -, / and a number on each side."""
+    a, b = V(d), V(1.5)
+    c = a * 3 + b * a
+    e = c.relu() ** 2 - a / 2 + 2 * (1 - b)
+    return a, b, c, e
+
+
+@pytest.mark.parametrize("kind", list(DATA))
+def test_data_as_micrograd_keeps_it(kind):
+    out = {}
+    for V in (MG, PA):
+        given = DATA[kind]()
+        a, b, c, e = program(V, given)
+        assert a.data is given              # the very object
+        out[V] = (a, b, c, e)
+    for r, p in zip(out[MG], out[PA]):
+        assert same(p.data, r.data), (kind, r.data, p.data)
+        assert repr(p) == repr(r)
+
+
+def test_numpy_scalar_results_as_micrograd():
+    r = PA(np.float64(2)) * 3
+    assert same(r.data, np.float64(6.0))
+    r = PA(np.array([2.0])) * 1.5
+    assert same(r.data, np.array([3.0]))
+    r = 2.0 * PA(np.array([[2.0]])) + PA(1.0)
+    assert same(r.data, np.array([[5.0]]))
+
+
+def test_tape_records_the_number():
+    # the gradient is the float derivative whatever the data's type
+    for given in (np.array([[3.0]]), np.float32(3.0), np.int64(3), True):
+        x = PA(given)
+        y = x * x * x
+        y.backward()
+        v = float(np.asarray(given).item())
+        assert float(np.asarray(x.grad).item()) == 3 * v * v
+
+
+def test_data_assignment_keeps_the_object():
+    for V in (MG, PA):
+        x = V(1.0)
+        x.data = np.array([4.0])
+        y = x * x
+        y.backward()
+        assert same(y.data, np.array([16.0]))
+        assert float(np.asarray(x.grad).item()) == 8.0
+
+
+def test_data_micrograd_cannot_mean_raises():
+    for bad in (np.array([1.0, 2.0]), np.array(["a"]), "2", None, 1j):
+        with pytest.raises(TypeError):
+            PA(bad)
+
+
+def test_power_labels_as_micrograd_prints_them():
+    exponents = (2.0, 2, -1, 0.5, np.float64(2), 100.0, -1.0)
+    labels = {V: [(V(2.0) ** e)._op for e in exponents] for V in (MG, PA)}
+    assert labels[PA] == labels[MG]      # '**2.0' for a float 2.0
