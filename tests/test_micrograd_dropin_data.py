@@ -106,3 +106,43 @@ def test_power_labels_as_micrograd_prints_them():
     exponents = (2.0, 2, -1, 0.5, np.float64(2), 100.0, -1.0)
     labels = {V: [(V(2.0) ** e)._op for e in exponents] for V in (MG, PA)}
     assert labels[PA] == labels[MG]      # '**2.0' for a float 2.0
+
+
+def test_arbitrary_attributes():
+    # an optimizer's state on the parameter, as micrograd programs keep it
+    for V in (MG, PA):
+        w = V(0.5)
+        w.velocity = 0.0
+        w.name = "w"
+        for _ in range(3):
+            loss = (w * w - 1) ** 2
+            w.grad = 0
+            loss.backward()
+            w.velocity = 0.9 * w.velocity - 0.1 * w.grad
+            w.data += w.velocity
+        assert w.name == "w"
+    assert PA.__slots__ and "__dict__" not in pa_engine._Value.__slots__
+
+
+def test_results_on_a_subclass_are_plain_values():
+    made = []
+
+    def subclass(V):
+        class Tagged(V):
+            def __init__(self, data, tag):
+                super().__init__(data)
+                self.tag = tag
+                made.append(tag)
+        return Tagged
+
+    for V in (MG, PA):
+        T = subclass(V)
+        a, b = T(2.0, "a"), T(3.0, "b")
+        results = [a * b, a + b, a - b, a / b, a ** 2, -a, a.relu(), 2 * a,
+                   a + 1, 1 - a, b / 2]
+        assert all(type(r) is V for r in results), [type(r) for r in results]
+        assert made == ["a", "b"]           # no __init__ of the subclass
+        del made[:]
+        r = a * b + a
+        r.backward()
+        assert (a.grad, b.grad) == (4.0, 2.0)

@@ -236,15 +236,16 @@ def _dropin_binary(self, other, name):
     vv_op, vc_op, cexpr = BINARY[name]
     t = state.rec
     if self._t is t:                    # recording, and self is on the tape
-        if isinstance(other, Value) and other._t is t and vv_op:
-            return _recorded(t, vv_op, self._i, other._i, 0.0,
-                             Value._fn[vv_op](self._d, other._d))
-        if not isinstance(other, _Value) and _is_data(other):
+        if (other.__class__ is float or other.__class__ is int
+                or not isinstance(other, _Value) and _is_data(other)):
             if name not in Value._fuse_constants:   # micrograd: Value(other)
                 return getattr(self, name)(Value(other))
             c = _core_number(other)
             return _recorded(t, vc_op, self._i, -1, c,
                              Value._fn[vc_op](self._d, c=other))
+        if isinstance(other, Value) and other._t is t and vv_op:
+            return _recorded(t, vv_op, self._i, other._i, 0.0,
+                             Value._fn[vv_op](self._d, other._d))
     return _slow_binary(self, other, name, Value)
 
 
