@@ -67,6 +67,50 @@ def test_data_as_micrograd_keeps_it(kind):
         assert repr(p) == repr(r)
 
 
+@pytest.mark.parametrize("kind", list(DATA))
+def test_grads_typed_as_micrograd_types_them(kind):
+    out = {}
+    for V in (MG, PA):
+        nodes = program(V, DATA[kind]())
+        e = nodes[-1]
+        grads = [repr(e.grad)]
+        e.backward()
+        grads.append([n.grad for n in nodes])
+        e.backward()                    # micrograd's second backward adds on
+        grads.append([n.grad for n in nodes])
+        for n in nodes:
+            n.grad = 0
+        grads.append([n.grad for n in nodes])
+        out[V] = grads, [repr(n) for n in nodes]
+    (rgrads, rreprs), (pgrads, preprs) = out[MG], out[PA]
+    assert pgrads[0] == rgrads[0]
+    for rg, pg in zip(rgrads[1:], pgrads[1:]):
+        assert all(near(p, r) for p, r in zip(pg, rg)), (kind, rg, pg)
+    assert preprs == rreprs
+
+
+def test_grad_assigned_an_array_keeps_its_type():
+    for V in (MG, PA):
+        x = V(np.array([1.0]))
+        x.grad = np.zeros(1)
+        y = x * 2.0
+        y.backward()
+        assert near(x.grad, np.array([2.0]))
+
+
+def test_ndarray_data_written_in_place():
+    # micrograd's backward reads .data as it is now
+    out = {}
+    for V in (MG, PA):
+        x = V(np.array([2.0]))
+        y = x * x + x
+        x.data[0] = 3.0
+        y.backward()
+        out[V] = y.data, x.grad
+    assert same(out[PA][0], out[MG][0])     # [6.], computed before the write
+    assert near(out[PA][1], out[MG][1])     # [7.]
+
+
 def test_numpy_scalar_results_as_micrograd():
     r = PA(np.float64(2)) * 3
     assert same(r.data, np.float64(6.0))

@@ -95,19 +95,35 @@ class Value(_Value):
         out._d = self._d
         return out
 
+    # micrograd's type for this gradient where it is no Python number, in
+    # the instance's __dict__ (see _grad_kinds): a NumPy scalar of that
+    # type, or the ndarray micrograd would hold, the same object from one
+    # backward to the next (micrograd's += updates it in place); None for
+    # an int or a float
+    _gk = None
+
     @property
     def grad(self):
         t = self._t
         if t is DETACHED:
             return 0
         g = t.grad_of(self._i)
-        return g if t.flags_of(self._i) & _core.FLAG_GRAD_FLOAT else int(g)
+        if not t.flags_of(self._i) & _core.FLAG_GRAD_FLOAT:
+            g = int(g)
+        kind = self._gk
+        return g if kind is None else _as_kind(kind, g)
 
     @grad.setter
     def grad(self, value):
         if self._t is DETACHED:
             return
-        self._t.set_grad(self._i, float(value), isinstance(value, float))
+        g = self._coerce(value)
+        self._t.set_grad(self._i, float(g), g.__class__ is float)
+        if value.__class__ is float or value.__class__ is int:
+            if self._gk is not None:
+                del self._gk
+        else:
+            self._gk = value if isinstance(value, np.ndarray) else value * 0
 
     @property
     def _prev(self):
@@ -167,6 +183,9 @@ class Value(_Value):
 
     def backward(self):
         t = self._t
+        if t is not DETACHED and not (self._d.__class__ is float
+                                      or self._d.__class__ is int):
+            _set_grad_kinds(self)       # NumPy data: micrograd's grad types
         if t is DETACHED or not t.custom:
             return _Value.backward(self)
         # a user's node may be in the graph: micrograd's algorithm, verbatim
@@ -266,6 +285,99 @@ def _one_owner():
 
 
 _ONE_OWNER = _one_owner()
+
+
+def _unit(x):
+    """A one of x's type (and shape): a stand-in for data."""
+    return x * 0 + 1 if isinstance(x, np.ndarray) else type(x)(1)
+
+
+def _as_kind(kind, g):
+    """The gradient g (the tape's number) as micrograd's type for it."""
+    dtype = kind.dtype
+    if dtype.kind in "biu" and not float(g).is_integer():
+        dtype = np.dtype(np.float64)     # never a truncated number
+    if not isinstance(kind, np.ndarray):
+        return dtype.type(g)
+    if dtype != kind.dtype or not kind.flags.writeable:
+        return np.full(kind.shape, g, dtype)
+    kind[...] = g
+    return kind
+
+
+def _contributions(node, g):
+    """(operand, micrograd's term for its gradient) of a built-in node whose
+    gradient is g; only the terms' types are used."""
+    op, a, b, imm, _ = node._entry()
+    nodes = node._t.nodes
+    if op == OPS["LEAF"]:
+        return ()
+    x = nodes[a]
+    if op == OPS["ADD"]:
+        return (x, g), (nodes[b], g)
+    if op == OPS["MUL"]:
+        y = nodes[b]
+        return (x, _unit(y._d) * g), (y, _unit(x._d) * g)
+    if op == OPS["RELU"]:
+        return ((x, (_unit(node._d) > 0) * g),)
+    if op == OPS["POWC"]:
+        c = int(imm) if node._t.flags_of(node._i) & _core.FLAG_IMM_INT else imm
+        try:
+            return ((x, (c * _unit(x._d) ** (c - 1)) * g),)
+        except (ArithmeticError, ValueError):
+            return ((x, _unit(x._d) * g),)
+    # the superset's ops: their rules are functions of the result's data
+    term = _unit(node._d) * g
+    return tuple((nodes[k], term) for k in (a, b) if k >= 0)
+
+
+def _grad_kinds(root):
+    """micrograd's backward from root run on stand-ins (zeros for the
+    gradients, ones for the data): the type each gradient ends with.  A
+    user's node contributes nothing here; its _backward, run by the sweep,
+    assigns its operands' gradients through .grad, which keeps their types."""
+    t = root._t
+    kinds = {}
+
+    def kind_of(v):
+        k = kinds.get(v)
+        if k is None:
+            k = v._gk
+            if k is None:
+                k = 0.0 if t.flags_of(v._i) & _core.FLAG_GRAD_FLOAT else 0
+        return k
+
+    topo = _topological_order(root)
+    kinds[root] = 0                     # micrograd's self.grad = 1
+    for node in reversed(topo):
+        _sync_data(node)
+        if getattr(node, "_kids", None) is not None:
+            continue
+        for operand, term in _contributions(node, kinds[node]):
+            kinds[operand] = kind_of(operand) + term
+    return kinds
+
+
+def _sync_data(node):
+    """An ndarray's element may have been written in place (p.data[0] = x,
+    no assignment of .data): the tape takes the number it holds now, as
+    micrograd's backward reads .data."""
+    d = node._d
+    if isinstance(d, np.ndarray) and node._t.entry_value(node._i) != d.item():
+        n = Value._coerce(d)
+        node._t.set_value(node._i, n, n.__class__ is int)
+
+
+def _set_grad_kinds(root):
+    with np.errstate(all="ignore"):
+        kinds = _grad_kinds(root)
+    for node, k in kinds.items():
+        if k.__class__ is float or k.__class__ is int:
+            if node._gk is not None:
+                del node._gk
+        elif not (isinstance(k, np.ndarray) and isinstance(node._gk, np.ndarray)
+                  and k.shape == node._gk.shape and k.dtype == node._gk.dtype):
+            node._gk = k        # else micrograd's += keeps the array it had
 
 
 def _topological_order(root):
