@@ -29,17 +29,21 @@ What it keeps from micrograd, on purpose:
   counts such references as the node's own (``_held``), so a node nothing
   else holds is dropped, and freed, with them.
 """
+import collections
+import copy
 import functools
 import numbers
+import pickle
 import sys
+import types
 
 import numpy as np
 
 from .. import _core
 from .._core import TapeError
-from ..tape import DETACHED, state
-from ..value import (BINARY, OPS, UNARY, Value as _Value, _slow_binary,
-                     _slow_unary, install_operators)
+from ..tape import DETACHED, current_tape, state
+from ..value import (BINARY, OPS, UNARY, Value as _Value, _detached,
+                     _slow_binary, _slow_unary, install_operators)
 
 
 class Value(_Value):
@@ -194,6 +198,40 @@ class Value(_Value):
         for node in reversed(topo):
             node._backward()
 
+    # -- copies and pickles, as micrograd's: copy.copy is a node like this
+    # one over the same children, deepcopy copies the graph below it, a
+    # pickle carries that graph (micrograd's own pickles fail on their
+    # _backward closures).  Each is a node of its own on the tape, so that
+    # writing one's .data leaves the other.
+
+    def __copy__(self):
+        return _replicate(self, _parts(self), lambda v: v, dict(self.__dict__),
+                          getattr(self, "_bw", None))
+
+    def __deepcopy__(self, memo):
+        for node in _topological_order(self):
+            if id(node) not in memo:
+                _deepcopy_node(node, memo)
+        return memo[id(self)]
+
+    def __reduce__(self):
+        topo = _topological_order(self)
+        where = {id(node): k for k, node in enumerate(topo)}
+        specs = []
+        for node in topo:
+            if getattr(node, "_bw", None) is not None:
+                raise pickle.PicklingError(
+                    f"cannot pickle a Value whose derivative rule is a Python "
+                    f"function (its _op is {node._op!r}): functions made "
+                    f"inside another function do not pickle; pickle the "
+                    f"inputs and build the graph again")
+            parts = _parts(node)
+            specs.append((parts._replace(
+                operands=tuple(where[id(v)] for v in parts.operands),
+                kids=None if parts.kids is None else
+                tuple(where[id(v)] for v in parts.kids)), dict(node.__dict__)))
+        return _unpickle, (specs,)
+
     def __neg__(self):                # -self
         return self * -1
 
@@ -239,11 +277,12 @@ def _is_data(x):
     return isinstance(x, (numbers.Real, np.bool_))
 
 
-def _recorded(t, op, a, b, c, d):
-    """Record op on tape t with result d (micrograd's data) as a plain Value;
-    the record holds d's number, the Value d itself."""
-    out = t.record(Value, OPS[op], a, b, c, Value._coerce(d),
-                   Value._int_flags(d, c))
+def _recorded(t, code, a, b, c, d, flags=None):
+    """Record op `code` on tape t with result d (micrograd's data) as a
+    plain Value; the record holds d's number, the Value d itself."""
+    if flags is None:
+        flags = Value._int_flags(d, c)
+    out = t.record(Value, code, a, b, c, Value._coerce(d), flags)
     out._d = d
     return out
 
@@ -260,10 +299,10 @@ def _dropin_binary(self, other, name):
             if name not in Value._fuse_constants:   # micrograd: Value(other)
                 return getattr(self, name)(Value(other))
             c = _core_number(other)
-            return _recorded(t, vc_op, self._i, -1, c,
+            return _recorded(t, OPS[vc_op], self._i, -1, c,
                              Value._fn[vc_op](self._d, c=other))
         if isinstance(other, Value) and other._t is t and vv_op:
-            return _recorded(t, vv_op, self._i, other._i, 0.0,
+            return _recorded(t, OPS[vv_op], self._i, other._i, 0.0,
                              Value._fn[vv_op](self._d, other._d))
     return _slow_binary(self, other, name, Value)
 
@@ -272,7 +311,7 @@ def _dropin_unary(self, name):
     t = state.rec
     if self._t is t:
         op = UNARY[name]
-        return _recorded(t, op, self._i, -1, 0.0, Value._fn[op](self._d))
+        return _recorded(t, OPS[op], self._i, -1, 0.0, Value._fn[op](self._d))
     return _slow_unary(self, name, Value)
 
 
@@ -378,6 +417,90 @@ def _set_grad_kinds(root):
         elif not (isinstance(k, np.ndarray) and isinstance(node._gk, np.ndarray)
                   and k.shape == node._gk.shape and k.dtype == node._gk.dtype):
             node._gk = k        # else micrograd's += keeps the array it had
+
+
+# What a copy of a node is made of: its entry on the tape (op, operands,
+# constant, int flags), its data and gradient, and a user's node's own
+# children and label.
+_Parts = collections.namedtuple(
+    "_Parts", "op operands imm flags data grad grad_float kind kids opname")
+_COPIED_FLAGS = _core.FLAG_VALUE_INT | _core.FLAG_IMM_INT | _core.FLAG_VARIABLE
+
+
+def _parts(node):
+    t = node._t
+    kids = getattr(node, "_kids", None)
+    opname = getattr(node, "_opname", None)
+    if t is DETACHED:           # computed under no_grad: a constant
+        return _Parts(None, (), 0.0, 0, node._d, 0, False, None, kids, opname)
+    op, a, b, imm, _ = node._entry()
+    flags = t.flags_of(node._i)
+    return _Parts(op, tuple(t.nodes[k] for k in (a, b) if k >= 0), imm,
+                  flags & _COPIED_FLAGS, node._d, t.grad_of(node._i),
+                  bool(flags & _core.FLAG_GRAD_FLOAT), node._gk, kids, opname)
+
+
+def _replicate(node, parts, operand, attrs, rule, tape=None):
+    """A new node made of parts on tape (by default node's), its operands
+    and children mapped by operand(); attrs become its __dict__ and rule
+    its _backward."""
+    t = tape or node._t
+    if parts.op is None:
+        out = _detached(Value, parts.data)
+    else:
+        ops = [operand(v)._i for v in parts.operands] + [-1, -1]
+        out = _recorded(t, parts.op, ops[0], ops[1], parts.imm, parts.data,
+                        parts.flags)
+        if parts.grad or parts.grad_float:
+            t.set_grad(out._i, parts.grad, parts.grad_float)
+    if attrs:
+        out.__dict__.update(attrs)
+    if parts.kind is not None:
+        out._gk = parts.kind
+    if parts.kids is not None:
+        out._kids = tuple(operand(v) for v in parts.kids)
+        out._opname = parts.opname
+    if rule is not None:
+        out._backward = rule
+    return out
+
+
+def _deepcopy_node(node, memo):
+    """node's copy over the copies (in memo) of its operands."""
+    parts = _parts(node)
+    parts = parts._replace(data=copy.deepcopy(parts.data, memo),
+                           kind=copy.deepcopy(parts.kind, memo))
+    out = _replicate(node, parts, lambda v: memo[id(v)], {}, None)
+    memo[id(node)] = out
+    if node.__dict__:
+        out.__dict__.update(copy.deepcopy(node.__dict__, memo))
+    fn = getattr(node, "_bw", None)
+    if fn is not None:
+        out._backward = _rebound(fn, memo)
+
+
+def _rebound(fn, memo):
+    """A user's _backward closure over the copies of what it captured (its
+    own node and operands, in memo), so that the copy's rule updates the
+    copies; a function without a closure is kept."""
+    cells = getattr(fn, "__closure__", None)
+    if not cells:
+        return fn
+    new = tuple(types.CellType(copy.deepcopy(c.cell_contents, memo)) for c in cells)
+    out = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__,
+                             fn.__defaults__, new)
+    out.__kwdefaults__ = fn.__kwdefaults__
+    return out
+
+
+def _unpickle(specs):
+    """The graph that __reduce__ flattened, rebuilt on the current tape."""
+    t = current_tape()
+    built = []
+    for parts, attrs in specs:
+        built.append(_replicate(None, _Parts(*parts), built.__getitem__, attrs,
+                                None, t))
+    return built[-1]
 
 
 def _topological_order(root):
