@@ -326,9 +326,17 @@ def _one_owner():
 _ONE_OWNER = _one_owner()
 
 
+_UNITS = {}
+
+
 def _unit(x):
     """A one of x's type (and shape): a stand-in for data."""
-    return x * 0 + 1 if isinstance(x, np.ndarray) else type(x)(1)
+    if isinstance(x, np.ndarray):
+        return np.ones_like(x)
+    unit = _UNITS.get(x.__class__)
+    if unit is None:
+        unit = _UNITS[x.__class__] = x.__class__(1)
+    return unit
 
 
 def _as_kind(kind, g):
@@ -344,57 +352,65 @@ def _as_kind(kind, g):
     return kind
 
 
-def _contributions(node, g):
-    """(operand, micrograd's term for its gradient) of a built-in node whose
-    gradient is g; only the terms' types are used."""
-    op, a, b, imm, _ = node._entry()
-    nodes = node._t.nodes
-    if op == OPS["LEAF"]:
-        return ()
-    x = nodes[a]
-    if op == OPS["ADD"]:
-        return (x, g), (nodes[b], g)
-    if op == OPS["MUL"]:
-        y = nodes[b]
-        return (x, _unit(y._d) * g), (y, _unit(x._d) * g)
-    if op == OPS["RELU"]:
-        return ((x, (_unit(node._d) > 0) * g),)
-    if op == OPS["POWC"]:
-        c = int(imm) if node._t.flags_of(node._i) & _core.FLAG_IMM_INT else imm
-        try:
-            return ((x, (c * _unit(x._d) ** (c - 1)) * g),)
-        except (ArithmeticError, ValueError):
-            return ((x, _unit(x._d) * g),)
-    # the superset's ops: their rules are functions of the result's data
-    term = _unit(node._d) * g
-    return tuple((nodes[k], term) for k in (a, b) if k >= 0)
+_ADD, _MUL, _RELU, _POWC, _LEAF = (OPS[k] for k in ("ADD", "MUL", "RELU", "POWC",
+                                                    "LEAF"))
 
 
 def _grad_kinds(root):
     """micrograd's backward from root run on stand-ins (zeros for the
-    gradients, ones for the data): the type each gradient ends with.  A
-    user's node contributes nothing here; its _backward, run by the sweep,
-    assigns its operands' gradients through .grad, which keeps their types."""
+    gradients, ones for the data), so that only types come out: {entry:
+    the type its gradient ends with}.  Entries are visited from the root
+    down, which puts every node after all the nodes it feeds, as
+    micrograd's topological order does.  A user's node contributes nothing
+    here; its _backward, run by the sweep, assigns its operands' gradients
+    through .grad, which keeps their types."""
     t = root._t
-    kinds = {}
+    t.flush()
+    c, nodes, n = t._c, t.nodes, root._i + 1
+    ops, first, second = (_core.ffi.unpack(arr, n) for arr in (c.op, c.a, c.b))
+    kinds = {root._i: 0}                # micrograd's self.grad = 1
 
-    def kind_of(v):
-        k = kinds.get(v)
-        if k is None:
-            k = v._gk
-            if k is None:
-                k = 0.0 if t.flags_of(v._i) & _core.FLAG_GRAD_FLOAT else 0
-        return k
+    def add(k, term):
+        kind = kinds.get(k)
+        if kind is None:
+            kind = nodes[k]._gk
+            if kind is None:
+                kind = 0.0 if c.flags[k] & _core.FLAG_GRAD_FLOAT else 0
+        kinds[k] = kind + term
 
-    topo = _topological_order(root)
-    kinds[root] = 0                     # micrograd's self.grad = 1
-    for node in reversed(topo):
-        _sync_data(node)
-        if getattr(node, "_kids", None) is not None:
+    for i in range(root._i, -1, -1):
+        g = kinds.get(i)
+        if g is None:
             continue
-        for operand, term in _contributions(node, kinds[node]):
-            kinds[operand] = kind_of(operand) + term
+        op, a, b, node = ops[i], first[i], second[i], nodes[i]
+        _sync_data(node)
+        if op == _LEAF:
+            continue
+        if op == _ADD:
+            add(a, g)
+            add(b, g)
+        elif op == _MUL:
+            add(a, _unit(nodes[b]._d) * g)
+            add(b, _unit(nodes[a]._d) * g)
+        elif op == _RELU:
+            add(a, (_unit(node._d) > 0) * g)
+        elif op == _POWC:
+            add(a, _power_term(nodes[a], c.imm[i], c.flags[i], g))
+        else:       # the superset's ops: rules in the result's data
+            term = _unit(node._d) * g
+            for k in (a, b):
+                if k >= 0:
+                    add(k, term)
     return kinds
+
+
+def _power_term(x, imm, flags, g):
+    """micrograd's (other * x.data**(other-1)) * out.grad, on stand-ins."""
+    e = int(imm) if flags & _core.FLAG_IMM_INT else imm
+    try:
+        return (e * _unit(x._d) ** (e - 1)) * g
+    except (ArithmeticError, ValueError):   # an int array to a negative power
+        return _unit(x._d) * g
 
 
 def _sync_data(node):
@@ -410,7 +426,9 @@ def _sync_data(node):
 def _set_grad_kinds(root):
     with np.errstate(all="ignore"):
         kinds = _grad_kinds(root)
-    for node, k in kinds.items():
+    nodes = root._t.nodes
+    for i, k in kinds.items():
+        node = nodes[i]
         if k.__class__ is float or k.__class__ is int:
             if node._gk is not None:
                 del node._gk
