@@ -312,3 +312,52 @@ def test_pickle_keeps_data_grad_and_graph():
         assert same(z.data, y.data) and near(z.grad, y.grad)
         (zx,) = z._prev
         assert same(zx.data, given) and near(zx.grad, x.grad)
+
+
+def _momentum_fit(V, steps=4):
+    """A least-squares fit as public micrograd programs write one: weights
+    drawn with np.random.randn(1), inputs NumPy floats, the optimizer's
+    velocity kept on each parameter."""
+    rng = np.random.RandomState(0)
+    w, b = V(rng.randn(1)), V(rng.randn(1))
+    xs, ys = rng.randn(8), rng.randn(8)
+    for p in (w, b):
+        p.velocity = 0.0
+    history = []
+    for _ in range(steps):
+        loss = sum(((w * x + b) - y) ** 2 for x, y in zip(xs, ys)) / len(xs)
+        for p in (w, b):
+            p.grad = 0
+        loss.backward()
+        for p in (w, b):
+            p.velocity = 0.9 * p.velocity - 0.1 * p.grad
+            p.data = p.data + p.velocity
+        history.append((loss.data, w.grad, b.grad, w.data, b.data))
+    return history
+
+
+def test_momentum_fit_with_ndarray_weights():
+    ref, got = _momentum_fit(MG), _momentum_fit(PA)
+    for r, g in zip(ref, got):
+        for rv, gv in zip(r, g):
+            assert near(gv, rv), (rv, gv)      # ndarray (1,) all through
+
+
+def test_micrograd_engine_checks():
+    # the kind of program micrograd's own engine test runs: in-place +=,
+    # numbers on both sides, relu, division by a Value, powers
+    def run(V):
+        p, q = V(-3.0), V(1.5)
+        r = p * q + q ** 3
+        s = p - q
+        s += s * 2 + 1
+        s += 1 - (q / p) + (-p)
+        r += (r * 3).relu() + (q - p).relu() + 4 / r
+        u = (s - r) ** 2 / 3.0
+        u += 2.0 / u
+        u.backward()
+        return [(repr(v.data), v.grad) for v in (p, q, r, s, u)]
+    # micrograd adds gradients in set order (by address): the last bit
+    # of a gradient may differ, forward values may not
+    for (pd, pg), (md, mgrad) in zip(run(PA), run(MG)):
+        assert pd == md and near(pg, mgrad)
