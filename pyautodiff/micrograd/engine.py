@@ -69,7 +69,9 @@ class Value(_Value):
     def _coerce(data):
         """The number the tape records for data (data itself, unless it is
         a NumPy scalar, a bool or a size-1 ndarray: then its Python number)."""
-        if data.__class__ is float or data.__class__ is int:
+        if data.__class__ is float:
+            return data
+        if data.__class__ is int:
             float(data)     # OverflowError now for an int no float can hold
             return data
         if isinstance(data, np.ndarray):
@@ -89,8 +91,8 @@ class Value(_Value):
 
     @data.setter
     def data(self, value):
-        _Value.data.fset(self, value)
-        self._d = value
+        _set_data(self, value)      # the tape takes its number ...
+        self._d = value             # ... the Value the object itself
 
     def _leaf_on(self, tape, flags):
         d = self._coerce(self._d)
@@ -121,13 +123,14 @@ class Value(_Value):
     def grad(self, value):
         if self._t is DETACHED:
             return
-        g = self._coerce(value)
-        self._t.set_grad(self._i, float(g), g.__class__ is float)
         if value.__class__ is float or value.__class__ is int:
+            self._t.set_grad(self._i, float(value), value.__class__ is float)
             if self._gk is not None:
                 del self._gk
-        else:
-            self._gk = value if isinstance(value, np.ndarray) else value * 0
+            return
+        g = self._coerce(value)
+        self._t.set_grad(self._i, float(g), g.__class__ is float)
+        self._gk = value if isinstance(value, np.ndarray) else value * 0
 
     @property
     def _prev(self):
@@ -252,6 +255,9 @@ class Value(_Value):
 
     def __rtruediv__(self, other):    # other / self
         return other * self**-1
+
+
+_set_data = _Value.data.fset
 
 
 def _nothing():
