@@ -15,6 +15,7 @@ Math errors are raised by the Python arithmetic itself (``1.0 / 0.0``,
 import math
 import numbers
 import operator
+import struct
 
 import numpy as np
 
@@ -106,43 +107,61 @@ VALUE_INT = f"({_core.FLAG_VALUE_INT} if d.__class__ is int else 0)"
 CONST_INT = f"({_core.FLAG_IMM_INT} if c.__class__ is int else 0)"
 
 
-def _binary_source(name, vv_op, vc_op, cexpr, exprs, fuse, typed):
-    src = f"def {name}(self, other):\n"
-    src += "    t = _state.rec\n    if self._t is t:\n        x = self._d\n"
+# For a class that keeps its data as given (a size-1 ndarray, which the
+# record cannot hold): the fast path is tried, and a value it cannot pack
+# (struct.error, before anything is kept) goes to the slow path instead.
+# A try costs nothing until it catches.
+_TRY = "        try:\n"
+_EXCEPT = "        except _PackError:\n            pass\n"
+
+
+def _fast_path(body, keeps_data):
+    return _TRY + _indent(body, 4) + _EXCEPT if keeps_data else body
+
+
+def _binary_source(name, vv_op, vc_op, cexpr, exprs, fuse, typed, keeps_data):
+    body = "        x = self._d\n"
     if vv_op:
-        src += ("        if other.__class__ is _cls and other._t is t:\n"
+        body += ("        if other.__class__ is _cls and other._t is t:\n"
                 "            y = other._d\n"
                 f"            d = {exprs[vv_op]}\n"
                 + _record(vv_op, "self._i", "other._i", "0.0",
                           VALUE_INT if typed else "0", 12))
     if fuse:
-        src += ("        if other.__class__ is float or other.__class__ is int:\n"
+        body += ("        if other.__class__ is float or other.__class__ is int:\n"
                 f"            c = {cexpr}\n"
                 f"            d = {exprs[vc_op]}\n"
                 + _record(vc_op, "self._i", "-1", "c",
                           f"{VALUE_INT} | {CONST_INT}" if typed else "0", 12))
-    src += f"    return _slow_binary(self, other, {name!r})\n"
-    return src
+    return (f"def {name}(self, other):\n"
+            "    t = _state.rec\n    if self._t is t:\n"
+            + _fast_path(body, keeps_data)
+            + f"    return _slow_binary(self, other, {name!r})\n")
 
 
-def _unary_source(name, op, exprs, typed):
-    return (f"def {name}(self):\n"
-            "    t = _state.rec\n    if self._t is t:\n        x = self._d\n"
+def _unary_source(name, op, exprs, typed, keeps_data):
+    body = ("        x = self._d\n"
             f"        d = {exprs[op]}\n"
-            + _record(op, "self._i", "-1", "0.0", VALUE_INT if typed else "0", 8)
+            + _record(op, "self._i", "-1", "0.0", VALUE_INT if typed else "0", 8))
+    return (f"def {name}(self):\n"
+            "    t = _state.rec\n    if self._t is t:\n"
+            + _fast_path(body, keeps_data)
             + f"    return _slow_unary(self, {name!r})\n")
 
 
-def install_operators(cls, expr_overrides=()):
+def install_operators(cls, expr_overrides=(), slow_binary=None,
+                      slow_unary=None):
     """Generate cls's operators from BINARY/UNARY/EXPR.  The methods named in
     cls._fuse_constants record a number operand as a fused op (x*c); the
     others make it a leaf Value first, as micrograd does.  Operators that cls
-    defines itself are kept."""
+    defines itself are kept.  What the fast path does not take goes to
+    slow_binary/slow_unary (by default _slow_binary/_slow_unary)."""
     exprs = dict(EXPR, **dict(expr_overrides))
     scope = {
         "_cls": cls, "_new": object.__new__, "_pack_into": _pack_into,
-        "_state": state, "_slow_binary": _slow_binary,
-        "_slow_unary": _slow_unary, "_pow": _pow, "_sigmoid": _sigmoid,
+        "_state": state, "_slow_binary": slow_binary or _slow_binary,
+        "_slow_unary": slow_unary or _slow_unary, "_PackError": struct.error,
+        "_pow": _pow, "_sigmoid": _sigmoid,
         "_tanh": math.tanh, "_exp": math.exp, "_log": math.log,
         "_sin": math.sin, "_cos": math.cos, "_sqrt": math.sqrt,
     }
@@ -150,12 +169,14 @@ def install_operators(cls, expr_overrides=()):
         if name in cls.__dict__:
             continue
         exec(_binary_source(name, vv_op, vc_op, cexpr, exprs,
-                            name in cls._fuse_constants, cls._typed_ints), scope)
+                            name in cls._fuse_constants, cls._typed_ints,
+                            cls._keeps_data), scope)
         setattr(cls, name, scope[name])
     for name, op in UNARY.items():
         if name in cls.__dict__:
             continue
-        exec(_unary_source(name, op, exprs, cls._typed_ints), scope)
+        exec(_unary_source(name, op, exprs, cls._typed_ints, cls._keeps_data),
+             scope)
         setattr(cls, name, scope[name])
     # the same expressions as functions, for the slow paths
     cls._fn = {op: eval(f"lambda x, y=None, c=None: {expr}", scope)
@@ -194,10 +215,12 @@ def _detached(cls, d):
     return out
 
 
-def _slow_binary(self, other, name):
+def _slow_binary(self, other, name, cls=None):
+    """The operator `name` where the fast path does not apply; the result
+    is of class cls (by default self's)."""
     vv_op, vc_op, cexpr = BINARY[name]
     # a result computed from a traced scalar is traced too (Traced below)
-    cls = other.__class__ if isinstance(other, Traced) else self.__class__
+    cls = cls or (other.__class__ if isinstance(other, Traced) else self.__class__)
     t = recording_tape()
     x = _operand(self, t)
     y = _operand(other, t)
@@ -205,10 +228,10 @@ def _slow_binary(self, other, name):
         return NotImplemented
     if isinstance(y, Value) and not isinstance(x, Value):
         # a constant on the left of a recorded Value: the reflected op of y
-        return _slow_binary(other, x, REFLECTED[name])
+        return _slow_binary(other, x, REFLECTED[name], cls)
     if isinstance(y, Value):
         if vv_op is None:       # reflected method with a Value: y op x
-            return _slow_binary(other, self, REFLECTED[name])
+            return _slow_binary(other, self, REFLECTED[name], cls)
         d = cls._fn[vv_op](x._d, y._d)
         return t.record(cls, OPS[vv_op], x._i, y._i, 0.0, d,
                         cls._int_flags(d, None))
@@ -224,9 +247,9 @@ def _slow_binary(self, other, name):
     return _detached(cls, cls._fn[vc_op](x, c=y))
 
 
-def _slow_unary(self, name):
+def _slow_unary(self, name, cls=None):
     op = UNARY[name]
-    cls = self.__class__
+    cls = cls or self.__class__
     t = recording_tape()
     x = _operand(self, t)
     d = cls._fn[op](x._d if isinstance(x, Value) else x)
@@ -284,6 +307,7 @@ class Value:
 
     _fuse_constants = frozenset(BINARY)
     _typed_ints = False             # gradients are floats, whatever the data
+    _keeps_data = False             # data is stored as the float recorded
     _sweep_mode = _core.SWEEP_ACCUM
 
     def __init__(self, data, _children=(), _op="", label=""):
