@@ -1,7 +1,8 @@
 """An Array's .grad is the gradient itself (as a torch tensor's): edits in
-place and assignments reach the next backward() and step(), and a
-reference kept to it stays valid memory.  Oracles: hand-derived gradients
-and updates in plain NumPy."""
+place and assignments reach the next backward() and step(), a reference
+kept to it stays valid memory, and ad.nn.clip_grad_norm_ /
+clip_grad_value_ clip it as torch's do.  Oracles: hand-derived gradients
+and updates in plain NumPy, and torch's documented clipping formulas."""
 import gc
 import math
 import threading
@@ -291,3 +292,81 @@ def test_parameters_outside_a_step_block_keep_their_grad_across_steps():
     th.start()
     th.join()
     assert out == [True] * 21
+
+
+# -- clipping, against the formulas of torch.nn.utils' documentation -----------
+
+def two_params():
+    W = ad.Array(W0)
+    v = ad.Value(1.5)
+    (quadratic(W, X) + 4.0 * v * v).backward()
+    return W, v, quadratic_grad(W0, X), 12.0        # d(4 v^2)/dv = 8 v
+
+
+@pytest.mark.parametrize("norm_type", [2.0, 1.0, 3.0, math.inf])
+def test_clip_grad_norm_scales_by_max_norm_over_total_norm(norm_type):
+    with ad.Tape():
+        W, v, gw, gv = two_params()
+        flat = np.concatenate([gw.ravel(), [gv]])
+        if norm_type == math.inf:
+            total = np.max(np.abs(flat))
+        else:
+            total = np.sum(np.abs(flat) ** norm_type) ** (1 / norm_type)
+        got = ad.nn.clip_grad_norm_([W, v], 2.0, norm_type=norm_type)
+        assert isinstance(got, float)
+        np.testing.assert_allclose(got, total, rtol=1e-14)
+        coef = 2.0 / (total + 1e-6)
+        np.testing.assert_allclose(W.grad, gw * coef, rtol=1e-14)
+        np.testing.assert_allclose(v.grad, gv * coef, rtol=1e-14)
+
+
+def test_clip_grad_norm_leaves_gradients_under_the_norm_alone():
+    with ad.Tape():
+        W, v, gw, gv = two_params()
+        total = math.sqrt(np.sum(gw * gw) + gv * gv)
+        assert ad.nn.clip_grad_norm_(iter([W, v]), total + 1.0) == pytest.approx(total, rel=1e-14)
+        np.testing.assert_array_equal(W.grad, gw)
+        assert v.grad == gv
+
+
+def test_clip_grad_norm_takes_one_array_or_a_generator_and_steps_with_it():
+    with ad.Tape():
+        W = ad.Array(W0)
+        opt = ad.optim.SGD([W], lr=1.0)
+        quadratic(W, X).backward()
+        g = quadratic_grad(W0, X)
+        total = ad.nn.clip_grad_norm_(W, 1.0)
+        np.testing.assert_allclose(total, np.linalg.norm(g), rtol=1e-14)
+        opt.step()
+        np.testing.assert_allclose(W.data, W0 - g / (np.linalg.norm(g) + 1e-6),
+                                   rtol=1e-14)
+        quadratic(W, X).backward()
+        assert ad.nn.clip_grad_norm_((p for p in [W]), 1e9) > 0
+
+
+def test_clip_grad_norm_of_a_nonfinite_norm():
+    with ad.Tape():
+        W = ad.Array([1.0, 2.0])
+        W.grad = [np.nan, 1.0]
+        with pytest.raises(RuntimeError, match="non-finite"):
+            ad.nn.clip_grad_norm_([W], 1.0, error_if_nonfinite=True)
+        np.testing.assert_array_equal(W.grad, [np.nan, 1.0])
+        assert math.isnan(ad.nn.clip_grad_norm_([W], 1.0))
+        assert np.isnan(W.grad).all()       # torch scales by NaN too
+
+
+def test_clip_grad_value_clamps_every_element():
+    with ad.Tape():
+        W, v, gw, gv = two_params()
+        assert ad.nn.clip_grad_value_([W, v], 1.0) is None
+        np.testing.assert_array_equal(W.grad, np.clip(gw, -1.0, 1.0))
+        assert v.grad == 1.0
+        ad.nn.clip_grad_value_(W, 0.25)
+        np.testing.assert_array_equal(W.grad, np.clip(gw, -0.25, 0.25))
+
+
+def test_clipping_refuses_what_is_not_a_parameter():
+    with pytest.raises(TypeError, match="ndarray"):
+        ad.nn.clip_grad_norm_([np.zeros(3)], 1.0)
+    with pytest.raises(TypeError, match="float"):
+        ad.nn.clip_grad_value_([1.0], 1.0)
