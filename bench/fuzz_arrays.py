@@ -969,7 +969,10 @@ def _compare_nodes(tape, steps, nodes, ref_nodes, where, replayed=False):
 
 def _compare_grads(leaves, want, where):
     """(the inputs' grads, what disagrees with the reference's)."""
-    got = [leaf.grad for leaf in leaves]
+    # (an Array's grad is the gradient itself, which the next backward
+    # adds into: a copy keeps it as it is now)
+    got = [leaf.grad.copy() if isinstance(leaf, ad.Array) else leaf.grad
+           for leaf in leaves]
     scale = max([1.0] + [float(np.max(np.abs(w), initial=0.0)) for w in want])
     for k, (g, w) in enumerate(zip(got, want)):
         if isinstance(leaves[k], ad.Value) and not isinstance(g, float):

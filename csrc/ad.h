@@ -146,7 +146,7 @@ typedef struct ad_record {
 
 /* The block of an array entry.  Its values belong to the Python Array (the
  * tape's node list keeps it alive); adjoints and gradient are allocated here
- * when a sweep first needs them.                                           */
+ * when a sweep first needs them, unless the gradient is borrowed (below).  */
 typedef struct ad_block {
     double *val;
     double *adj;
@@ -155,6 +155,9 @@ typedef struct ad_block {
     double *dadj;
     int64_t *map;       /* GATHER/SCATTER: flat indices, owned */
     int64_t nmap;
+    int32_t grad_borrowed; /* grad is Python's memory (ad_array_borrow_grad):
+                              added into and zeroed in place, never freed,
+                              handed over or replaced here               */
     /* A GATHER with map NULL is strided: the element at index (i_0, ...)
      * is the operand's element offset + sum_d i_d * stride[d] (strides in
      * elements, negative for a reversed slice).  Basic indexing and
@@ -259,15 +262,22 @@ double *ad_entry_adjoint(ad_tape *t, int64_t i, int mode);
  * zeros: the caller must assign every element), else 0 (add).           */
 double *ad_entry_adjoint_claim(ad_tape *t, int64_t i, int mode, int *unset);
 int ad_array_zero_grad(ad_tape *t, int64_t i);
+/* Array entry i's gradient from now on lives in buf (its size in doubles,
+ * memory the caller keeps valid as long as the entry exists): what the
+ * entry had is copied there (zeros if none) and its own block released.
+ * Sweeps add into buf, zero_grad zeroes it, optimizers read it, so that an
+ * Array's .grad, an ndarray over buf, is the gradient itself.           */
+int ad_array_borrow_grad(ad_tape *t, int64_t i, double *buf);
 /* Entry j's gradient block on tape `from` becomes entry i's adjoint block
  * on tape t, to be the seed of t's next sweep with no copy (an inner
  * tape's gradient of an imported Array, passed on to the tape the Array
  * lives on); entry j has no gradient after.  Returns the block, or NULL
- * (nothing moved) unless both are arrays of one size and j has a gradient. */
+ * (nothing moved) unless both are arrays of one size and j has a gradient
+ * of its own (not borrowed). */
 double *ad_adjoint_take(ad_tape *t, int64_t i, ad_tape *from, int64_t j);
 /* Array entry i's gradient block, which the caller now owns (give it back
  * with ad_buffer_release): the entry has no gradient after.  NULL when it
- * has none.  A tape being released hands its held Arrays' gradients over
+ * has none or when it is borrowed (the caller owns that one already).  A tape being released hands its held Arrays' gradients over
  * this way instead of copying them. */
 double *ad_array_grad_take(ad_tape *t, int64_t i);
 /* Memory for the values of a large Array (count doubles, uninitialised),

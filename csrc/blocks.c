@@ -623,12 +623,35 @@ int ad_array_zero_grad(ad_tape *t, int64_t i)
     if (i < 0 || i >= t->n || t->aux[i] < 0)
         return ad_fail(t, AD_ERANGE, i, "entry %lld is not an array",
                        (long long)i);
+    ad_block *bk = &t->blk[t->aux[i]];
+    if (bk->grad_borrowed) {    /* an .grad someone may hold: zeroed in place */
+        memset(bk->grad, 0, (size_t)bk->size * sizeof(double));
+        return AD_OK;
+    }
     /* no gradient is a zero one: the block goes back to the cache, and
      * the next sweep's adjoint becomes the gradient without a copy (or a
      * pass of zeros now and one of additions then) */
-    ad_block *bk = &t->blk[t->aux[i]];
     ad_block_release(bk->grad, bk->size);
     bk->grad = 0;
+    return AD_OK;
+}
+
+int ad_array_borrow_grad(ad_tape *t, int64_t i, double *buf)
+{
+    if (i < 0 || i >= t->n || t->aux[i] < 0)
+        return ad_fail(t, AD_ERANGE, i, "entry %lld is not an array",
+                       (long long)i);
+    ad_block *bk = &t->blk[t->aux[i]];
+    if (bk->grad_borrowed || !buf)
+        return ad_fail(t, AD_EINVAL, i, "entry %lld: its gradient has a "
+                       "buffer already", (long long)i);
+    if (bk->grad)
+        memcpy(buf, bk->grad, (size_t)bk->size * sizeof(double));
+    else
+        memset(buf, 0, (size_t)bk->size * sizeof(double));
+    ad_block_release(bk->grad, bk->size);
+    bk->grad = buf;
+    bk->grad_borrowed = 1;
     return AD_OK;
 }
 
@@ -637,6 +660,8 @@ double *ad_array_grad_take(ad_tape *t, int64_t i)
     if (i < 0 || i >= t->n || t->aux[i] < 0)
         return 0;
     ad_block *bk = &t->blk[t->aux[i]];
+    if (bk->grad_borrowed)
+        return 0;
     double *p = bk->grad;
     bk->grad = 0;
     return p;
@@ -648,7 +673,7 @@ double *ad_adjoint_take(ad_tape *t, int64_t i, ad_tape *from, int64_t j)
         j >= from->n || t->aux[i] < 0 || from->aux[j] < 0)
         return 0;
     ad_block *dst = &t->blk[t->aux[i]], *src = &from->blk[from->aux[j]];
-    if (!src->grad || dst->size != src->size)
+    if (!src->grad || src->grad_borrowed || dst->size != src->size)
         return 0;
     ad_block_release(dst->adj, dst->size);
     dst->adj = src->grad;

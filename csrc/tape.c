@@ -33,12 +33,14 @@ ad_tape *ad_tape_new(void)
 static void free_block(ad_block *bk)
 {
     ad_block_release(bk->adj, bk->size);
-    ad_block_release(bk->grad, bk->size);
+    if (!bk->grad_borrowed)     /* Python's: it outlives the entry */
+        ad_block_release(bk->grad, bk->size);
     ad_block_release(bk->tan, bk->size);
     ad_block_release(bk->dadj, bk->size);
     free(bk->map);
     bk->adj = bk->grad = bk->tan = bk->dadj = 0;
     bk->map = 0;
+    bk->grad_borrowed = 0;
 }
 
 void ad_drop_tangent_arrays(ad_tape *t)

@@ -117,24 +117,40 @@ class Array:
 
     @property
     def grad(self):
+        """The gradient itself (as torch's): an ndarray of the Array's shape
+        that backward() adds into and an optimizer's step() reads, so that
+        editing it in place (a.grad *= 0.1, np.clip(a.grad, -1, 1,
+        out=a.grad)) takes effect; zeros before any backward."""
         t = self._t
-        shape = self._d.shape
         if t is NO_GRAD or self._i < 0:
-            return np.zeros(shape)
-        if t.closed:
-            return t.frozen_array_grad(self._i, shape)
-        if self._i >= t.nflushed:
-            return np.zeros(shape)
-        p = lib.ad_array_grad(t._c, self._i)
-        if p == ffi.NULL:
-            return np.zeros(shape)
-        return buffers.copy(np.frombuffer(ffi.buffer(p, 8 * self._d.size)).reshape(shape))
+            return np.zeros(self._d.shape)
+        return t.array_grad(self)
 
     @grad.setter
     def grad(self, value):
-        if np.any(np.asarray(value) != 0):
-            raise ValueError("an Array's grad can only be reset to 0")
-        self.zero_grad()
+        """a.grad = g copies g (an array of a's shape, or a number for every
+        element) into the gradient; a.grad = None zeroes it and marks it
+        absent, so that step() skips it until a backward reaches it."""
+        t = self._t
+        if t is NO_GRAD:
+            raise TapeError("this Array was computed under no_grad and has no "
+                            "gradient")
+        t._check_open()
+        if value is None:
+            self.zero_grad()
+            t.mark_grad(self._i, False)
+            return
+        g = t.array_grad(self)
+        if value is not g:          # (a.grad *= 0.1 assigns g itself back)
+            new = np.asarray(value)
+            if new.dtype.kind not in "biuf":
+                raise TypeError("an Array's grad takes real numbers, not "
+                                f"{new.dtype} data")
+            if new.shape != g.shape and new.shape != ():
+                raise ValueError(f"cannot assign a gradient of shape "
+                                 f"{new.shape} to an Array of shape {g.shape}")
+            np.copyto(g, new, casting="unsafe")
+        t.mark_grad(self._i)
 
     def zero_grad(self):
         t = self._t

@@ -18,7 +18,8 @@ from .value import Value
 
 __all__ = ["Module", "Linear", "Sequential", "MLP", "Dropout", "Embedding",
            "mse_loss", "cross_entropy", "hinge_loss", "binary_cross_entropy",
-           "binary_cross_entropy_with_logits"]
+           "binary_cross_entropy_with_logits", "clip_grad_norm_",
+           "clip_grad_value_"]
 
 
 class Module:
@@ -429,3 +430,69 @@ def binary_cross_entropy_with_logits(logits, targets):
     softplus = maximum(logits, 0.0) + functions.log(
         1.0 + functions.exp(-functions.abs(logits)))
     return (softplus - logits * targets).mean()
+
+
+# -- gradient clipping, torch.nn.utils' (between backward() and step()) ------
+
+def _grad_params(params):
+    """params (one Array or Value, or an iterable of them: a generator too)
+    as a list."""
+    if isinstance(params, (Array, Value)):
+        return [params]
+    params = list(params)
+    for p in params:
+        if not isinstance(p, (Array, Value)):
+            raise TypeError("gradients can be clipped for Arrays and Values, "
+                            f"not {type(p).__name__}")
+    return params
+
+
+def _scale_grad(p, factor):
+    """p's gradient times factor, in place."""
+    if isinstance(p, Array):
+        p.grad *= factor
+    elif p.grad != 0:       # (one computed under no_grad has none to set)
+        p.grad = p.grad * factor
+
+
+def clip_grad_norm_(params, max_norm, norm_type=2.0, error_if_nonfinite=False):
+    """Scale the gradients of params, in place, so that their norm taken
+    together (the norm of the vector of every element; norm_type inf: the
+    largest magnitude) is at most max_norm, and return that norm as it was
+    before, a float.  torch's formula: each gradient is multiplied by
+    min(1, max_norm / (total_norm + 1e-6)).  A NaN or infinite norm raises
+    RuntimeError if error_if_nonfinite, else scales as torch does."""
+    params = _grad_params(params)
+    max_norm, norm_type = float(max_norm), float(norm_type)
+    grads = [np.ravel(p.grad) for p in params]
+    grads = [g for g in grads if g.size]
+    if not grads:
+        return 0.0
+    # the norm of the parameters' norms, as torch takes it (NumPy's vector
+    # norms: inf is the largest magnitude)
+    total = float(np.linalg.norm([np.linalg.norm(g, norm_type) for g in grads],
+                                 norm_type))
+    if error_if_nonfinite and not np.isfinite(total):
+        raise RuntimeError(
+            f"The total norm of order {norm_type} for gradients from "
+            "`parameters` is non-finite, so it cannot be clipped. To disable "
+            "this error and scale the gradients by the non-finite norm "
+            "anyway, set `error_if_nonfinite=False`")
+    coef = max_norm / (total + 1e-6)
+    if not coef >= 1.0:     # (a NaN norm scales by NaN, as in torch)
+        for p in params:
+            _scale_grad(p, coef)
+    return total
+
+
+def clip_grad_value_(params, clip_value):
+    """Clamp every gradient element of params into [-clip_value,
+    clip_value], in place (torch's clip_grad_value_)."""
+    params = _grad_params(params)
+    c = float(clip_value)
+    for p in params:
+        if isinstance(p, Array):
+            g = p.grad
+            np.clip(g, -c, c, out=g)
+        elif p.grad != 0:
+            p.grad = float(np.clip(p.grad, -c, c))

@@ -150,7 +150,8 @@ class Tape:
                  "custom", "_entered", "_kept", "array_elems", "compact_elems",
                  "live_elems",
                  "_frozen_arrays", "externs", "sweep_mode", "callback_error",
-                 "guards", "generation", "pools", "_callbacks", "__weakref__")
+                 "guards", "generation", "pools", "_callbacks", "grads",
+                 "__weakref__")
 
     def __init__(self):
         self._c = _core.new_tape()
@@ -169,6 +170,9 @@ class Tape:
         self._kept = []          # cdata the C tape points into
         self.pools = {}          # shape -> block of small results (array.py)
         self._frozen_arrays = {}
+        # entry -> an Array's .grad, the ndarray its C gradient block is
+        # (ad_array_borrow_grad): held here as long as the entry exists
+        self.grads = {}
         self.externs = {}        # entry -> rule of an AD_EXTERN entry
         self.sweep_mode = _core.SWEEP_ACCUM
         self.callback_error = None
@@ -257,6 +261,8 @@ class Tape:
         flushed before its C call, so the entries below n are in C.)"""
         del self.nodes[n:]
         self.nflushed = n
+        if self.grads:
+            self.grads = {i: g for i, g in self.grads.items() if i < n}
         c = self._c
         if c is not None and c.n > n:
             keep = np.zeros(c.n, np.uint8)
@@ -289,6 +295,9 @@ class Tape:
         if self.externs:
             self.externs = {int(newidx[i]): rule for i, rule in self.externs.items()
                             if newidx[i] >= 0}
+        if self.grads:      # (a dropped entry's C block no longer points here)
+            self.grads = {int(newidx[i]): g for i, g in self.grads.items()
+                          if newidx[i] >= 0}
         self.nflushed = len(nodes)
         if self.custom:       # some may be gone now
             self.custom = sum(getattr(n, "_bw", None) is not None for n in nodes)
@@ -416,6 +425,11 @@ class Tape:
                 continue
             if i in taken:
                 out.append(taken[i].copy())
+                continue
+            if i in self.grads:     # the Array's own .grad: C does not own it
+                taken[i] = g = self.grads[i].copy()
+                _core.check(lib.ad_array_zero_grad(c, i), c)
+                out.append(g)
                 continue
             p = lib.ad_array_grad_take(c, i)
             d = node._d
@@ -641,9 +655,37 @@ class Tape:
         """Hold obj (memory the C tape points into) as long as the tape."""
         self._kept.append(obj)
 
-    def frozen_array_grad(self, i, shape):
-        g = self._frozen_arrays.get(i)
-        return np.zeros(shape) if g is None else buffers.copy(g)
+    def array_grad(self, node):
+        """An Array's gradient itself: an ndarray that C adds into, zeroes
+        and reads in place (ad_array_borrow_grad), the same one at every
+        read.  Its memory is Python's, so a reference kept to it stays valid
+        whatever becomes of the entry.  After the tape is released, the
+        gradient as it was then, which nothing reads or writes any more."""
+        i = node._i
+        g = self.grads.get(i)
+        if g is not None:
+            return g
+        shape = node._d.shape
+        if self.closed:
+            g = self._frozen_arrays.get(i)
+            if g is None:
+                g = self._frozen_arrays[i] = np.zeros(shape)
+            return g
+        if i >= self.nflushed:
+            self.flush()
+        # at least one double, so that C's block is never NULL
+        flat = buffers.empty((max(node._d.size, 1),))
+        _core.check(lib.ad_array_borrow_grad(
+            self._c, i, ffi.from_buffer("double[]", flat)), self._c)
+        g = self.grads[i] = flat[:node._d.size].reshape(shape)
+        return g
+
+    def mark_grad(self, i, present=True):
+        """Entry i has a gradient (it was assigned) or, present false, none:
+        optimizers skip it, as torch skips a parameter whose grad is None."""
+        self._check_open()
+        bit = _core.FLAG_HAS_GRAD
+        self._c.flags[i] = (self._c.flags[i] & ~bit) | (bit if present else 0)
 
     def reverse_step(self, i):
         """Apply entry i's derivative rule once, in place on grad
@@ -784,6 +826,9 @@ class Tape:
             if c.aux[i] < 0:
                 self._frozen[i] = c.grad[i]
                 continue
+            if i in self.grads:                   # an .grad someone read
+                self._frozen_arrays[i] = self.grads[i]
+                continue
             p = lib.ad_array_grad_take(c, i)      # handed over, not copied
             if p != ffi.NULL:
                 d = nodes[i]._d
@@ -805,6 +850,7 @@ class Tape:
         self.guards = None
         self.parent = None
         self._c = None
+        self.grads = {}     # after: the C tape never frees them
         self.limit = -1
 
     # -- inspection --------------------------------------------------------

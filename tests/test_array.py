@@ -350,7 +350,7 @@ def test_arrays_computed_under_no_grad_do_not_pile_up_on_the_tape():
             loss = ((W - target) ** 2).sum()
             W.grad = 0
             loss.backward()
-            box.setdefault("grads", []).append((W.data.copy(), W.grad))
+            box.setdefault("grads", []).append((W.data.copy(), W.grad.copy()))
             W.data -= 0.01 * W.grad
         del target, loss
         t.compact()
