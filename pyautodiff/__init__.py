@@ -8,7 +8,7 @@
 """
 from ._version import __version__
 from ._core import TapeError
-from .tape import Tape, current_tape, detect_anomaly, no_grad
+from .tape import DetachWarning, Tape, current_tape, detect_anomaly, no_grad
 from .value import Value
 from .array import (Array, clip, concatenate, expand_dims, log_softmax,
                     logsumexp, matmul, maximum, minimum, reshape, softmax,
@@ -24,7 +24,7 @@ from .minimize import minimize
 from . import nn, optim
 
 __all__ = [
-    "__version__", "TapeError", "Tape", "current_tape", "detect_anomaly",
+    "__version__", "TapeError", "DetachWarning", "Tape", "current_tape", "detect_anomaly",
     "no_grad", "Value", "Array", "custom_op", "draw_dot",
     # the functional API
     "grad", "value_and_grad", "jacobian", "hessian", "hvp", "jvp", "vjp",

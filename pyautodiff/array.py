@@ -20,7 +20,8 @@ except ImportError:          # NumPy < 2
 from . import _core, buffers
 from ._core import TapeError, ffi, lib
 from .extern import ExternRule, record_extern
-from .tape import DETACHED, NO_GRAD, current_tape, recording_tape, state
+from .tape import (DETACHED, NO_GRAD, current_tape, recording_tape, state,
+                   warn_detached)
 from .value import BINARY, COMPARISONS, UNARY, Value, _indent
 
 OPS = _core.OPS
@@ -172,6 +173,7 @@ class Array:
         return self._d.item()
 
     def __float__(self):
+        warn_detached(self, "float()", 2)
         return float(self._d)
 
     # -- decisions: Python bools (inside ad.record, guards) -------------------

@@ -9,7 +9,7 @@ import numpy as np
 
 from . import array as _array
 from .array import Array
-from .trace import differentiated
+from .tape import differentiated, warn_detached
 from .value import REFLECTED, Value
 
 _BINARY_UFUNCS = {np.add: "__add__", np.subtract: "__sub__",
@@ -146,6 +146,7 @@ def as_ndarray(a, dtype=None, copy=None):
         for index in np.ndindex(a.shape):
             out[index] = a[index] if a.ndim else a
         return out
+    warn_detached(a, f"numpy.asarray(dtype={np.dtype(dtype).name})", 3)
     values = _nondifferentiable(np.asarray, (a,), {"dtype": dtype})
     if values is not a._d:              # converted to another dtype
         if copy is False:

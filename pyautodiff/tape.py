@@ -29,6 +29,8 @@ import os
 import struct
 import sys
 import threading
+import warnings
+import weakref
 from _thread import get_ident
 
 import numpy as np
@@ -139,6 +141,41 @@ def _array_elements(node):
     its pool, without viewing its row."""
     pool = node._p
     return pool.size if pool else node._v.size
+
+
+
+# The tapes of the derivatives and recordings under way (trace.py adds a
+# trace's tape while it runs f).
+DIFFERENTIATING = weakref.WeakSet()
+
+
+def differentiated(x):
+    """Whether x is a Value or Array of a trace under way: a variable of an
+    enclosing derivative or recording, which a plain number taken from it
+    would silently cut off.  (Values of ordinary tapes are constants to a
+    derivative.)"""
+    t = getattr(x, "_t", None)
+    return t in DIFFERENTIATING and not t.closed
+
+
+class DetachWarning(RuntimeWarning):
+    """A value that a derivative is tracing became a plain float (float(x),
+    math.sin(x), np.float64(x), np.asarray(x, dtype=float), writing it into
+    an ndarray): no derivative flows through that number."""
+
+
+def warn_detached(x, what, stacklevel):
+    """Warn where x, traced by a derivative, leaves it as a plain number: a
+    derivative through that number would otherwise be a silent zero."""
+    if differentiated(x):
+        warnings.warn(
+            f"{what} of a value that a derivative is tracing is a plain "
+            "number: no derivative flows through it, so a result computed "
+            "from it is differentiated as if it were a constant. Compute "
+            "with the value itself (np.sin(x) rather than math.sin(x), "
+            "np.stack or np.array([...]) without dtype= rather than a float "
+            "array); take .item() where a constant is meant",
+            DetachWarning, stacklevel=stacklevel + 1)
 
 
 class Tape:

@@ -13,20 +13,14 @@ few lines over the sweeps:
     hessian                 one hvp per input element
 """
 import itertools
-import weakref
 
 import numpy as np
 
 from . import _core
 from .array import Array
 from .pytree import as_leaf, flatten, unflatten
-from .tape import DADJ, TAN, Tape, state
+from .tape import DADJ, DIFFERENTIATING, TAN, Tape, differentiated, state
 from .value import Traced, Value
-
-
-# Tapes of the traces alive now: an inner derivative that uses a variable
-# of one of these cannot be exact (see functional._transform).
-DIFFERENTIATING = weakref.WeakSet()
 
 
 def checked(f, argnum, name):
@@ -45,15 +39,6 @@ def checked(f, argnum, name):
 
 def _is_position(k):
     return isinstance(k, (int, np.integer)) and not isinstance(k, bool)
-
-
-def differentiated(x):
-    """Whether x is a Value or Array of a trace under way: a variable of an
-    enclosing derivative or recording, which a plain number taken from it
-    would silently cut off.  (Values of ordinary tapes are constants to a
-    derivative.)"""
-    t = getattr(x, "_t", None)
-    return t in DIFFERENTIATING and not t.closed
 
 
 def refuse_variables(leaves, message):

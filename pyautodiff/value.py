@@ -21,7 +21,7 @@ import numpy as np
 
 from . import _core
 from .tape import (DETACHED, NO_GRAD, RECORD_STEPS, _pack_into, current_tape,
-                   record_into, recording_tape, state)
+                   record_into, recording_tape, state, warn_detached)
 from ._core import TapeError
 
 OPS = _core.OPS
@@ -536,6 +536,13 @@ class Traced(Value):
 
     def __bool__(self):
         return _compare(self, 0.0, "!=", f"the truth value of {self._d!r}")
+
+    def __float__(self):
+        # float() is identity in value, so a derivative through it would be
+        # 1, not the 0 a plain number gives (int() and round() are
+        # piecewise constant: their 0 is exact)
+        warn_detached(self, "float()", 2)
+        return float(self._read("float()"))
 
     def __int__(self):
         return int(self._read("int()"))

@@ -150,6 +150,7 @@ def test_round_is_a_constant():
     np.testing.assert_array_equal(ad.grad(lambda x: (x.round() * x).sum())(X), X.round())
 
 
+@pytest.mark.filterwarnings("ignore::pyautodiff.DetachWarning")
 def test_results_that_leave_the_tape_are_guards_in_a_recording():
     x1 = X[::-1].copy()
     for fn in (lambda x: x * x.argmax(), lambda x: x * x.tolist()[0][0],
@@ -188,6 +189,7 @@ def test_numpy_dispatch_still_records():
     np.testing.assert_allclose(a.grad, np.exp(X))
 
 
+@pytest.mark.filterwarnings("ignore::pyautodiff.DetachWarning")
 def test_np_array_of_traced_arrays_stays_traced():
     # inside a derivative, np.array([x, y]) of traced Arrays records (as of
     # traced scalars), where floats would silently cut the derivative off

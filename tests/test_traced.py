@@ -53,6 +53,7 @@ BRANCHY = {
 POINTS = [0.0, 1.0, -1.0, 2.5, -2.5, 1.26, 0.25, 0.5]
 
 
+@pytest.mark.filterwarnings("ignore::pyautodiff.DetachWarning")
 @pytest.mark.parametrize("name", BRANCHY)
 def test_grad_of_a_branch_follows_the_float(name):
     """The value is f's on plain floats; the derivative is that of the
@@ -72,6 +73,7 @@ def test_the_reported_cases():
     assert ad.value_and_grad(lambda x, y: (x != y) + 0.0)(2.0, 3.0) == (1.0, 0.0)
 
 
+@pytest.mark.filterwarnings("ignore::pyautodiff.DetachWarning")
 def test_conversions_give_the_floats_results():
     seen = []
 
@@ -210,6 +212,7 @@ PINNED.update({
 })
 
 
+@pytest.mark.filterwarnings("ignore::pyautodiff.DetachWarning")
 @pytest.mark.parametrize("name", PINNED)
 def test_numbers_taken_out_pin_the_value(name):
     """A number taken out of a traced scalar is a constant of the
@@ -226,6 +229,7 @@ def test_numbers_taken_out_pin_the_value(name):
         assert lazy(x) == f(x), (name, x)
 
 
+@pytest.mark.filterwarnings("ignore::pyautodiff.DetachWarning")
 def test_a_pinned_recording_saved_and_loaded_keeps_its_guard(tmp_path):
     F = ad.record(lambda x: x * float(x), 1.5)
     F.save(tmp_path / "f.adr")
@@ -250,6 +254,7 @@ def test_plain_arithmetic_is_not_guarded():
     assert F(0.25) == pytest.approx(np.sin(0.25) * 0.25 + 0.25 ** 2 / 3.0)
 
 
+@pytest.mark.filterwarnings("ignore::pyautodiff.DetachWarning")
 def test_a_pinned_zero_keeps_its_sign():
     """-0.0 == 0.0, but a number taken out of x shows the sign (format,
     copysign): a pin holds only at the same zero."""
