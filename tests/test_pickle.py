@@ -202,3 +202,73 @@ def test_module_deepcopy_is_independent():
         np.testing.assert_array_equal(p.data, q.data)
     twin.parameters()[0].data = np.zeros((2, 3))
     assert np.all(mlp.parameters()[0].data != 0)
+
+
+# -- optimizers ------------------------------------------------------------------------
+
+OPTIMIZERS = {
+    "SGD": (ad.optim.SGD, dict(lr=0.05, momentum=0.9, nesterov=True)),
+    "Adam": (ad.optim.Adam, dict(lr=0.01, weight_decay=0.01)),
+    "AdamW": (ad.optim.AdamW, dict(lr=0.01)),
+    "RMSprop": (ad.optim.RMSprop, dict(lr=0.01, momentum=0.5, centered=True)),
+}
+
+
+def _problem(name):
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(16, 3)), rng.normal(size=(16, 1))
+    model = nn.MLP([3, 5, 1], rng=1)
+    model.gain = ad.Value(1.0)                 # a scalar parameter too
+    cls, kw = OPTIMIZERS[name]
+    opt = cls(model.parameters(), **kw)
+    sched = ad.optim.lr_scheduler.StepLR(opt, step_size=10, gamma=0.5)
+    return model, opt, sched, X, y
+
+
+TRAIN = """
+def train(model, opt, sched, X, y, steps):
+    for _ in range(steps):
+        opt.zero_grad()
+        nn.mse_loss(model(X) * model.gain, y).backward()
+        opt.step()
+        sched.step()
+"""
+exec(TRAIN)
+
+
+@pytest.mark.parametrize("name", OPTIMIZERS)
+def test_training_resumed_from_a_pickle_ends_bit_for_bit(name, tmp_path):
+    straight = _problem(name)
+    train(*straight, 50)
+    model, opt, sched, X, y = _problem(name)
+    train(model, opt, sched, X, y, 25)
+    copied = copy.deepcopy((model, opt, sched))
+    out = in_fresh_process((model, opt, sched, X, y), TRAIN + textwrap.dedent("""
+        model, opt, sched, X, y = obj
+        assert all(p is q for p, q in zip(opt.params, model.parameters()))
+        assert sched.optimizer is opt
+        out = {"state": opt.state_dict()}
+        train(model, opt, sched, X, y, 25)
+        out["params"] = [np.array(p.data) for p in model.parameters()]
+        """), tmp_path)
+    want = opt.state_dict()
+    assert out["state"]["param_groups"] == want["param_groups"]
+    assert out["state"]["state"].keys() == want["state"].keys()
+    for k, entry in want["state"].items():
+        for key, value in entry.items():
+            np.testing.assert_array_equal(out["state"]["state"][k][key], value)
+    train(*copied, X, y, 25)
+    for p, got, q in zip(straight[0].parameters(), out["params"],
+                         copied[0].parameters()):
+        assert np.array_equal(got, p.data), name
+        assert np.array_equal(q.data, p.data), name
+
+
+def test_optimizer_deepcopy_alone_steps_its_own_parameters():
+    a = ad.Array([1.0, 2.0])
+    opt = ad.optim.SGD([a], lr=0.5)
+    (a * a).sum().backward()
+    twin = copy.deepcopy(opt)
+    twin.step()
+    np.testing.assert_array_equal(a.data, [1.0, 2.0])
+    np.testing.assert_array_equal(twin.params[0].data, [0.0, 0.0])   # a - 0.5 * 2a
