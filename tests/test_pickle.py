@@ -272,3 +272,111 @@ def test_optimizer_deepcopy_alone_steps_its_own_parameters():
     twin.step()
     np.testing.assert_array_equal(a.data, [1.0, 2.0])
     np.testing.assert_array_equal(twin.params[0].data, [0.0, 0.0])   # a - 0.5 * 2a
+
+
+# -- recordings ------------------------------------------------------------------------
+
+def f_net(x):
+    W = np.array([[0.5, -1.0, 0.25], [1.5, 0.3, -0.7]])
+    return ad.logsumexp(ad.tanh(W @ x) * x[:2]) + (x ** 2).sum()
+
+
+def f_net_np(x):
+    W = np.array([[0.5, -1.0, 0.25], [1.5, 0.3, -0.7]])
+    z = anp.tanh(anp.dot(W, x)) * x[:2]
+    return anp.log(anp.sum(anp.exp(z))) + anp.sum(x ** 2)
+
+
+def f_branch(x):
+    return x * x if x > 0 else -x
+
+
+def test_recordings_round_trip_values_gradients_hessians(tmp_path):
+    F = ad.record(f_net, np.array([0.1, 0.2, 0.3]))
+    B = ad.record(f_branch, 2.0)
+    x = np.array([0.7, -0.4, 1.1])
+    out = in_fresh_process((F, B, x), """
+        F, B, x = obj
+        out = {"value": F(x), "grad": F.grad(x), "hessian": F.hessian(x),
+               "branch": (B(3.0), B.grad(3.0), len(B))}
+        try:
+            B(-1.0)
+        except ad.BranchError as e:
+            out["flipped"] = str(e)
+        """, tmp_path)
+    assert out["value"] == F(x)
+    np.testing.assert_array_equal(out["grad"], F.grad(x))
+    np.testing.assert_array_equal(out["hessian"], F.hessian(x))
+    np.testing.assert_allclose(out["value"], f_net_np(x), rtol=1e-12)
+    np.testing.assert_allclose(out["grad"], autograd.grad(f_net_np)(x), rtol=1e-10)
+    np.testing.assert_allclose(out["hessian"], autograd.hessian(f_net_np)(x),
+                               rtol=1e-9, atol=1e-12)
+    assert out["branch"] == (9.0, 6.0, len(B))
+    assert "comparison" in out["flipped"]
+
+
+def test_recording_deepcopy_replays_the_same():
+    F = ad.record(f_net, np.array([0.1, 0.2, 0.3]))
+    G = copy.deepcopy(F)
+    assert G is not F and G.trace.tape is not F.trace.tape
+    x = np.array([-0.3, 0.9, 0.2])
+    assert G(x) == F(x)
+    np.testing.assert_array_equal(G.hvp(x, np.ones(3)), F.hvp(x, np.ones(3)))
+
+
+def _resigned(data, edit):
+    """data (a saved recording) with edit applied to its payload and the
+    checksum made right again."""
+    _, _, head_len = tapefile._PREFIX.unpack_from(data)
+    start = tapefile._PREFIX.size + head_len
+    body = bytearray(data[:-32])
+    edit(body, start)
+    return bytes(body) + hashlib.sha256(body).digest()
+
+
+def test_a_tampered_pickled_recording_raises_value_error():
+    F = ad.record(f_net, np.array([0.1, 0.2, 0.3]))
+    blob = pickle.dumps(F)
+    data = tapefile.dumps(F)
+    assert blob.count(data) == 1          # pickle carries the saved file
+    flipped = bytearray(data)
+    flipped[-40] ^= 1
+    with pytest.raises(ValueError, match="a pickled recording: checksum"):
+        pickle.loads(blob.replace(data, bytes(flipped)))
+    # edited and re-signed: the last entry's operand made a forward reference
+    _, _, head_len = tapefile._PREFIX.unpack_from(data)
+    header = json.loads(data[tapefile._PREFIX.size:tapefile._PREFIX.size + head_len])
+    last = header["entries"] - 1
+    at = header["columns"]["a"][0] + 4 * last
+
+    def forward_ref(body, start):
+        body[start + at:start + at + 4] = struct.pack("<i", last)
+
+    edited = _resigned(data, forward_ref)
+    with pytest.raises(ValueError, match="a pickled recording: not a valid recording"):
+        pickle.loads(blob.replace(data, edited))
+
+
+def test_recordings_that_cannot_be_saved_cannot_be_pickled():
+    cube = ad.custom_op(lambda x: x ** 3, lambda g, out, x: (3 * x ** 2 * g,))
+    F = ad.record(lambda x: cube(x).sum(), np.ones(2))
+    for copier in (pickle.dumps, copy.deepcopy):
+        with pytest.raises(ValueError, match="its rules are Python code"):
+            copier(F)
+    P = ad.record(lambda x: (x * 2.0, x * 3.0), 1.0)
+    with pytest.raises(ValueError, match="one result"):
+        pickle.dumps(P)
+
+
+@ad.function
+def lazy_square(x):
+    return x * x
+
+
+def test_functions_pickle_by_name():
+    assert lazy_square(3.0) == 9.0
+    assert pickle.loads(pickle.dumps(lazy_square)) is lazy_square
+    assert copy.deepcopy(lazy_square) is lazy_square
+    local = ad.function(lambda x: x + 1.0)
+    with pytest.raises((pickle.PicklingError, AttributeError)):
+        pickle.dumps(local)
