@@ -193,7 +193,7 @@ class Array:
     def __reduce__(self):
         t = self._t
         has_grad = t is not NO_GRAD and self._i >= 0 and t.has_grad(self._i)
-        return _rebuilt, (self._d, self.grad if has_grad else None)
+        return _rebuilt, (type(self), self._d, self.grad if has_grad else None)
 
     # -- reductions ----------------------------------------------------------
 
@@ -268,10 +268,10 @@ class Array:
         t.backward([self._i], [seed], _core.SWEEP_ACCUM)
 
 
-def _rebuilt(data, grad):
-    """A copy of an Array (Array.__reduce__): a leaf with these values and,
-    unless grad is None (it had none), this gradient."""
-    out = Array(data)
+def _rebuilt(cls, data, grad):
+    """A copy of an Array (Array.__reduce__): a leaf of class cls with these
+    values and, unless grad is None (it had none), this gradient."""
+    out = cls(data)
     if grad is not None:
         g = _as_float_array(grad)
         if g.shape != out.shape:

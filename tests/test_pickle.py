@@ -117,6 +117,18 @@ def test_arrays_of_a_released_tape_copy_their_data_and_gradient():
     np.testing.assert_array_equal(b.grad, [5.0, 29.0])
 
 
+class Scaled(ad.Array):
+    """A user's subclass of Array."""
+
+
+def test_copies_of_a_subclass_keep_its_class():
+    s = Scaled([1.0, 2.0])
+    (s * s).sum().backward()
+    for t in (copy.deepcopy(s), pickle.loads(pickle.dumps(s))):
+        assert type(t) is Scaled
+        np.testing.assert_array_equal(t.grad, [2.0, 4.0])
+
+
 def test_a_deepcopy_keeps_shared_arrays_shared():
     a = ad.Array([1.0])
     pair = copy.deepcopy([a, a])
