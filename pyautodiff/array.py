@@ -210,6 +210,17 @@ class Array:
         return _append(tape, object.__new__(Array), OPS["LEAF"], -1, -1, 0.0,
                        _as_float_array(self._d), False)
 
+    # -- pickle and copies ------------------------------------------------------
+    # A copy (pickled, copy.copy as NumPy's, deepcopy) is a new leaf on the
+    # current thread's tape with this Array's values and gradient; sharing
+    # the tape entry would make the two one Array, and the graph behind an
+    # Array does not travel (an interior one's copy is a leaf).
+
+    def __reduce__(self):
+        t = self._t
+        has_grad = t is not NO_GRAD and self._i >= 0 and t.has_grad(self._i)
+        return _rebuilt, (type(self), self._d, self.grad if has_grad else None)
+
     # -- reductions ----------------------------------------------------------
 
     def sum(self, axis=None, keepdims=False):
@@ -369,6 +380,19 @@ class Array:
             raise ValueError(f"backward(grad): grad has shape {seed.shape}, "
                              f"the Array has shape {self.shape}")
         t.backward([self._i], [seed], _core.SWEEP_ACCUM)
+
+
+def _rebuilt(cls, data, grad):
+    """A copy of an Array (Array.__reduce__): a leaf of class cls with these
+    values and, unless grad is None (it had none), this gradient."""
+    out = cls(data)
+    if grad is not None:
+        g = _as_float_array(grad)
+        if g.shape != out.shape:
+            raise ValueError(f"a copied Array of shape {out.shape} cannot "
+                             f"take a gradient of shape {g.shape}")
+        out._t.set_array_grad(out._i, g)
+    return out
 
 
 _LEAF = OPS["LEAF"]

@@ -358,10 +358,25 @@ class Optimizer:
             bufs.append(buf)
         return step, bufs
 
+    # Pickle and copies: an optimizer of the same kind over the parameters
+    # (pickled with the model in one dumps call, its unpickled ones), its C
+    # table built anew and its state_dict() loaded.  The hyperparameters'
+    # names are the constructor's keywords, as in torch.
+    def __reduce__(self):
+        return _rebuilt, (type(self), self.params, self.state_dict())
+
     def __repr__(self):
         hyper = ", ".join(f"{name}={getattr(self, name)!r}"
                           for name in self._hyper_names)
         return f"{type(self).__name__}({len(self.params)} parameters, {hyper})"
+
+
+def _rebuilt(cls, params, state_dict):
+    """A copy of an optimizer (Optimizer.__reduce__)."""
+    group = state_dict["param_groups"][0]
+    opt = cls(params, **{name: group[name] for name in cls._hyper_names})
+    opt.load_state_dict(state_dict)
+    return opt
 
 
 class SGD(Optimizer):

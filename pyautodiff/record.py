@@ -16,6 +16,7 @@ comparison; ``@ad.function`` records again instead.  Array comparisons
 feeding ``where`` are recorded ops, not guards: a replay recomputes them.
 """
 import functools
+import io
 
 import numpy as np
 
@@ -171,6 +172,13 @@ class Recorded:
         from .tapefile import save
         save(self, path)
 
+    # Pickle and deepcopy carry the saved file's bytes, so a copy is loaded
+    # and validated exactly as ad.load loads a file (and what cannot be
+    # saved cannot be pickled, with the same error).
+    def __reduce__(self):
+        from .tapefile import dumps
+        return _unpickled, (dumps(self),)
+
 
 def is_plain(arg, kind, shape):
     """The common case, taken without flattening: a float (or int) where a
@@ -218,6 +226,14 @@ def load(path):
     return load_file(path)
 
 
+def _unpickled(data):
+    """A pickled recording (Recorded.__reduce__), loaded as ad.load loads
+    a file."""
+    source = io.BytesIO(data)
+    source.name = "a pickled recording"   # what load's errors call it
+    return load(source)
+
+
 class Function:
     """@ad.function: f recorded on its first call and replayed after; it is
     recorded again for arguments of new shapes, or where a guard flips."""
@@ -245,6 +261,11 @@ class Function:
 
     def __call__(self, *args):
         return self._at(args).trace.output_value()
+
+    # pickled by name, as the function it wraps would be (its recordings
+    # are made again on first use); copies are the object itself
+    def __reduce__(self):
+        return self.__qualname__
 
     def value_and_grad(self, *args):
         return self._at(args).trace.value_and_grad()

@@ -115,6 +115,14 @@ def _decode_node(enc):
 
 
 def save(rec, path):
+    data = dumps(rec)
+    with open(path, "wb") as f:
+        f.write(data)
+
+
+def dumps(rec):
+    """The bytes of the saved recording (what save writes, what pickle
+    carries)."""
     tr = rec.trace
     tape = tr.tape
     tape.flush()
@@ -169,8 +177,7 @@ def save(rec, path):
     }
     head = json.dumps(header).encode()
     body = _PREFIX.pack(MAGIC, VERSION, len(head)) + head + payload.bytes()
-    with open(path, "wb") as f:
-        f.write(body + hashlib.sha256(body).digest())
+    return body + hashlib.sha256(body).digest()
 
 
 def load(source):

@@ -459,22 +459,39 @@ class Value:
 
     __hash__ = object.__hash__
 
-    # A copy would share this Value's tape entry without the tape knowing;
-    # copy.copy gives the Value itself, deepcopy and pickle a new leaf with
-    # the same data (gradient history does not travel).
+    # A copy (pickled, copy.copy, deepcopy) is a new leaf on the current
+    # thread's tape with this Value's data, gradient and label: sharing the
+    # tape entry would make the two one Value, and the graph behind a Value
+    # does not travel.
+    def _copy_args(self, what):
+        t = self._t
+        has_grad = t is not DETACHED and t.has_grad(self._i)
+        return (type(self), self._read(what), self.grad if has_grad else None,
+                self.label)
+
     def __copy__(self):
-        return self
+        return _rebuilt(*self._copy_args("a copy"))
 
     def __deepcopy__(self, memo):
-        new = type(self)(self._read("a deep copy"))
-        memo[id(self)] = new
+        new = memo[id(self)] = _rebuilt(*self._copy_args("a deep copy"))
         return new
 
     def __reduce__(self):
-        return type(self), (self._read("pickling"),)
+        return _rebuilt, self._copy_args("pickling")
 
     def __repr__(self):
         return f"Value(data={self._d}, grad={self.grad})"
+
+
+def _rebuilt(cls, data, grad, label):
+    """A copy of a Value (Value.__reduce__): a leaf of class cls with this
+    data and label and, unless grad is None (it had none), this gradient."""
+    out = cls(data)
+    if grad is not None:
+        out.grad = grad
+    if label:
+        out.label = label
+    return out
 
 
 # operator -> (op, operands swapped): a > b is b < a

@@ -229,13 +229,13 @@ def test_release_inside_the_block_is_refused():
 
 def test_copies_do_not_alias_tape_entries():
     p = ad.Value(11.0)
-    assert copy.copy(p) is p
+    s = copy.copy(p)
     q = copy.deepcopy(p)
-    assert q is not p and q.data == 11.0
+    assert s is not p and q is not p and s.data == q.data == 11.0
     r = pickle.loads(pickle.dumps(p))
     assert r.data == 11.0
     (q * 3.0).backward()
-    assert q.grad == 3.0 and p.grad == 0.0 and r.grad == 0.0
+    assert q.grad == 3.0 and p.grad == s.grad == r.grad == 0.0
     from pyautodiff.micrograd.nn import MLP
     model = pickle.loads(pickle.dumps(MLP(2, [3, 1])))
     assert len(model.parameters()) == 13
