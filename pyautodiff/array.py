@@ -387,11 +387,7 @@ def _rebuilt(cls, data, grad):
     values and, unless grad is None (it had none), this gradient."""
     out = cls(data)
     if grad is not None:
-        g = _as_float_array(grad)
-        if g.shape != out.shape:
-            raise ValueError(f"a copied Array of shape {out.shape} cannot "
-                             f"take a gradient of shape {g.shape}")
-        out._t.set_array_grad(out._i, g)
+        out.grad = grad             # checked and marked present as any a.grad = g
     return out
 
 

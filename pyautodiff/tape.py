@@ -442,18 +442,6 @@ class Tape:
             return i in self._frozen or i in self._frozen_arrays
         return bool(self.flags_of(i) & _core.FLAG_HAS_GRAD)
 
-    def set_array_grad(self, i, g):
-        """Assign array entry i's gradient: g, a C-contiguous float64
-        ndarray of the entry's size."""
-        self._check_open()
-        self.flush()
-        c = self._c
-        p = lib.ad_entry_adjoint(c, i, _core.SWEEP_INPLACE)  # the grad block
-        if p == ffi.NULL:
-            raise MemoryError("out of memory for gradients")
-        ffi.memmove(p, g, 8 * g.size)
-        c.flags[i] |= _core.FLAG_HAS_GRAD
-
     def zero_grads(self, nodes):
         """Set the gradients of these nodes (Values and Arrays) to 0."""
         self._check_open()
