@@ -119,12 +119,13 @@ class Array:
             return np.zeros(shape)
         if t.closed:
             return t.frozen_array_grad(self._i, shape)
-        if self._i >= t.nflushed:
-            return np.zeros(shape)
-        p = lib.ad_array_grad(t._c, self._i)
-        if p == ffi.NULL:
-            return np.zeros(shape)
-        return buffers.copy(np.frombuffer(ffi.buffer(p, 8 * self._d.size)).reshape(shape))
+        with t.lock:              # (another thread may renumber or add)
+            if self._i >= t.nflushed:
+                return np.zeros(shape)
+            p = lib.ad_array_grad(t._c, self._i)
+            if p == ffi.NULL:
+                return np.zeros(shape)
+            return buffers.copy(np.frombuffer(ffi.buffer(p, 8 * self._d.size)).reshape(shape))
 
     @grad.setter
     def grad(self, value):
@@ -136,9 +137,7 @@ class Array:
         t = self._t
         if t is NO_GRAD:              # computed under no_grad: no gradient
             return
-        t._check_open()
-        t.flush()
-        _core.check(lib.ad_array_zero_grad(t._c, self._i), t._c)
+        t.zero_grads([self])
 
     shape = property(lambda self: self._d.shape)
     ndim = property(lambda self: self._d.ndim)
@@ -248,13 +247,13 @@ class Array:
                                  f"with one element, not shape {self.shape}; "
                                  "pass backward(grad) with an array of this "
                                  "shape")
-            t.backward([self._i], [1.0], _core.SWEEP_ACCUM)
+            t.backward_from(self, 1.0, _core.SWEEP_ACCUM)
             return
         seed = _as_float_array(grad)
         if seed.shape != self._d.shape:
             raise ValueError(f"backward(grad): grad has shape {seed.shape}, "
                              f"the Array has shape {self.shape}")
-        t.backward([self._i], [seed], _core.SWEEP_ACCUM)
+        t.backward_from(self, seed, _core.SWEEP_ACCUM)
 
 
 _LEAF = OPS["LEAF"]
@@ -452,12 +451,12 @@ _SHAPE_ARGS = ",\n        len({shape}), ffi.new('int64_t[]', {shape})"
 
 # The steps that set `index` to the entry of Array x, recorded on another
 # tape than t, on t: x's leaf on t from t.adopt(x), or without that call
-# for an Array of the enclosing tape that t has imported before (the
-# common case, a parameter used in a tape's block: the checks are those of
-# adopt, the tape still open and enclosing t).
+# for an Array that t has imported before (the common case, a parameter
+# used in a tape's block or in another thread: adopt has checked where it
+# comes from, and the tape must still be open).
 IMPORTED_STEPS = """\
 {index} = t.imports.get(id({x}))
-if {index} is None or t.parent is not {x}._t or {x}._t.closed:
+if {index} is None or {x}._t.closed:
     {index} = t.adopt({x})._i
 else:
     {index} = {index}[1]._i

@@ -62,14 +62,14 @@ class Value(_Value):
         t = self._t
         if t is DETACHED:
             return 0
-        g = t.grad_of(self._i)
-        return g if t.flags_of(self._i) & _core.FLAG_GRAD_FLOAT else int(g)
+        g = t.grad_of(self)
+        return g if t.flags_of(self) & _core.FLAG_GRAD_FLOAT else int(g)
 
     @grad.setter
     def grad(self, value):
         if self._t is DETACHED:
             return
-        self._t.set_grad(self._i, float(value), isinstance(value, float))
+        self._t.set_grad(self, float(value), isinstance(value, float))
 
     @property
     def _prev(self):
