@@ -215,6 +215,10 @@ int ad_op_arity(int op);
 ad_tape *ad_tape_new(void);
 void ad_tape_free(ad_tape *t);
 int ad_tape_reserve(ad_tape *t, int64_t cap);
+/* Room for cap array blocks.  Appending grows the tape's arrays as it
+ * needs; the Python side grows them ahead (both calls) so that a
+ * recording thread moves nothing another thread's sweep may be reading. */
+int ad_tape_reserve_blocks(ad_tape *t, int64_t cap);
 int ad_tape_append(ad_tape *t, const ad_record *recs, int64_t count);
 int ad_tape_compact(ad_tape *t, int64_t n, const uint8_t *keep,
                     int64_t *newidx);

@@ -392,6 +392,31 @@ int ad_array_append_map(ad_tape *t, int op, int64_t a, double *val,
     return status;
 }
 
+int ad_tape_reserve_blocks(ad_tape *t, int64_t cap)
+{
+    if (cap <= t->blk_cap)
+        return AD_OK;
+    if (!t->blk) {
+        int64_t spare = 0;
+        ad_block *nb = ad_table_take(&spare);
+        if (nb) {
+            t->blk = nb;
+            t->blk_cap = spare;
+            if (cap <= spare)
+                return AD_OK;
+        }
+    }
+    int64_t want = t->blk_cap ? t->blk_cap : 64;
+    while (want < cap)
+        want *= 2;
+    ad_block *nb = realloc(t->blk, (size_t)want * sizeof *nb);
+    if (!nb)
+        return ad_fail(t, AD_ENOMEM, t->n, "out of memory for array blocks");
+    t->blk = nb;
+    t->blk_cap = want;
+    return AD_OK;
+}
+
 static int append(ad_tape *t, int op, int64_t a, int64_t b, double imm,
                   double *val, int32_t ndim, const int64_t *shape,
                   const ad_block *form)
@@ -408,18 +433,9 @@ static int append(ad_tape *t, int op, int64_t a, int64_t b, double imm,
     status = ad_tape_reserve(t, i + 1);
     if (status != AD_OK)
         return status;
-    if (t->nblk == t->blk_cap) {
-        int64_t cap = 0;
-        ad_block *nb = t->blk ? 0 : ad_table_take(&cap);
-        if (!nb) {
-            cap = t->blk_cap ? 2 * t->blk_cap : 64;
-            nb = realloc(t->blk, (size_t)cap * sizeof *nb);
-        }
-        if (!nb)
-            return ad_fail(t, AD_ENOMEM, i, "out of memory for array blocks");
-        t->blk = nb;
-        t->blk_cap = cap;
-    }
+    status = ad_tape_reserve_blocks(t, t->nblk + 1);
+    if (status != AD_OK)
+        return status;
     ad_block *bk = &t->blk[t->nblk];
     /* the fields before the strides; the strides and the shape are set
      * below as far as ndim (zeroing all of them cost more than the rest of

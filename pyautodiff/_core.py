@@ -50,7 +50,8 @@ RECORD_SIZE = ffi.sizeof("ad_record")
 
 class TapeError(RuntimeError):
     """A Value or Array was used with a tape it cannot be used with: one that
-    was released, or one that belongs to another thread."""
+    was released, or another tape of this thread's that does not enclose
+    the one recording."""
 
 
 _EXCEPTIONS = {

@@ -139,7 +139,7 @@ class Array:
         t._check_open()
         if value is None:
             self.zero_grad()
-            t.mark_grad(self._i, False)
+            t.mark_grad(self, False)
             return
         g = t.array_grad(self)
         if value is not g:          # (a.grad *= 0.1 assigns g itself back)
@@ -151,15 +151,13 @@ class Array:
                 raise ValueError(f"cannot assign a gradient of shape "
                                  f"{new.shape} to an Array of shape {g.shape}")
             np.copyto(g, new, casting="unsafe")
-        t.mark_grad(self._i)
+        t.mark_grad(self)
 
     def zero_grad(self):
         t = self._t
         if t is NO_GRAD:              # computed under no_grad: no gradient
             return
-        t._check_open()
-        t.flush()
-        _core.check(lib.ad_array_zero_grad(t._c, self._i), t._c)
+        t.zero_grads([self])
 
     shape = property(lambda self: self._d.shape)
     ndim = property(lambda self: self._d.ndim)
@@ -218,7 +216,7 @@ class Array:
 
     def __reduce__(self):
         t = self._t
-        has_grad = t is not NO_GRAD and self._i >= 0 and t.has_grad(self._i)
+        has_grad = t is not NO_GRAD and self._i >= 0 and t.has_grad(self)
         return _rebuilt, (type(self), self._d, self.grad if has_grad else None)
 
     # -- reductions ----------------------------------------------------------
@@ -367,7 +365,7 @@ class Array:
                                  f"with one element, not shape {self.shape}; "
                                  "pass backward(grad) with an array of this "
                                  "shape")
-            t.backward([self._i], [1.0], _core.SWEEP_ACCUM)
+            t.backward_from(self, 1.0, _core.SWEEP_ACCUM)
             return
         try:
             seed = _as_float_array(grad)
@@ -379,7 +377,7 @@ class Array:
         if seed.shape != self._d.shape:
             raise ValueError(f"backward(grad): grad has shape {seed.shape}, "
                              f"the Array has shape {self.shape}")
-        t.backward([self._i], [seed], _core.SWEEP_ACCUM)
+        t.backward_from(self, seed, _core.SWEEP_ACCUM)
 
 
 def _rebuilt(cls, data, grad):
@@ -586,12 +584,12 @@ _SHAPE_ARGS = ",\n        len({shape}), ffi.new('int64_t[]', {shape})"
 
 # The steps that set `index` to the entry of Array x, recorded on another
 # tape than t, on t: x's leaf on t from t.adopt(x), or without that call
-# for an Array of the enclosing tape that t has imported before (the
-# common case, a parameter used in a tape's block: the checks are those of
-# adopt, the tape still open and enclosing t).
+# for an Array that t has imported before (the common case, a parameter
+# used in a tape's block or in another thread: adopt has checked where it
+# comes from, and the tape must still be open).
 IMPORTED_STEPS = """\
 {index} = t.imports.get(id({x}))
-if {index} is None or t.parent is not {x}._t or {x}._t.closed:
+if {index} is None or {x}._t.closed:
     {index} = t.adopt({x})._i
 else:
     {index} = {index}[1]._i

@@ -30,7 +30,7 @@ import numpy as np
 from . import _core
 from ._core import ffi, lib
 from .array import Array
-from .tape import Tape
+from .tape import Tape, holding
 from .value import Value
 from . import lr_scheduler
 
@@ -239,8 +239,9 @@ class Optimizer:
 
     def step(self):
         """One update of every parameter that has a gradient."""
-        self._prepare()
-        _core.check(lib.ad_optim_step(self._o), self._o)
+        with holding(self._tapes):    # (other threads may use them too)
+            self._prepare()
+            _core.check(lib.ad_optim_step(self._o), self._o)
         # each Value's own copy of its data, for recording
         for v, d in zip(self._values, ffi.unpack(self._scalar_data,
                                                  len(self._values))):
@@ -251,8 +252,9 @@ class Optimizer:
         also marks them absent, so step() skips a parameter until a
         backward reaches it again; False keeps them as zero gradients
         (weight decay and momentum still move the parameter)."""
-        self._prepare()
-        _core.check(lib.ad_optim_zero_grad(self._o, bool(set_to_none)), self._o)
+        with holding(self._tapes):
+            self._prepare()
+            _core.check(lib.ad_optim_zero_grad(self._o, bool(set_to_none)), self._o)
 
     # -- state dicts -----------------------------------------------------------
 

@@ -14,6 +14,12 @@ the Value keeps its value, and so is every boolean mask it used as an
 index.  A replay where a guard flips raises ``BranchError`` naming the
 comparison; ``@ad.function`` records again instead.  Array comparisons
 feeding ``where`` are recorded ops, not guards: a replay recomputes them.
+
+A recording can be used from any thread.  A replay writes its inputs,
+values and adjoints into the recording's one C tape, so the replays of one
+recording take turns: each holds the tape's lock from writing the inputs
+to reading the results (recordings of their own, one per thread, replay
+in parallel; the sweeps release the GIL).
 """
 import functools
 import io
@@ -33,6 +39,15 @@ class BranchError(RuntimeError):
     mask) that goes the other way than when the function was recorded, or
     a number the function took out of a traced value (float(x)) that is
     not what it was."""
+
+
+def _one_at_a_time(method):
+    """The method run holding the recording's lock (see the docstring)."""
+    @functools.wraps(method)
+    def serialized(self, *args):
+        with self.trace.tape.lock:
+            return method(self, *args)
+    return serialized
 
 
 class Recorded:
@@ -117,10 +132,12 @@ class Recorded:
                 f"of {self.name} does not hold here; record again at these "
                 "inputs (@ad.function does that by itself)")
 
+    @_one_at_a_time
     def __call__(self, *args):
         self._replay(args)
         return self.trace.output_value()
 
+    @_one_at_a_time
     def value_and_grad(self, *args):
         if self._evaluate is None:
             from .minimize import one_call_evaluator
@@ -135,19 +152,23 @@ class Recorded:
     def grad(self, *args):
         return self.value_and_grad(*args)[1]
 
+    @_one_at_a_time
     def jacobian(self, *args):
         self._replay(args)
         return self.trace.jacobian()
 
+    @_one_at_a_time
     def hessian(self, *args):
         self._replay(args)
         return self.trace.hessian()
 
+    @_one_at_a_time
     def hvp(self, *args):
         """F.hvp(*args, v): the Hessian at args times v."""
         self._replay(args[:-1])
         return self.trace.hvp(args[-1])
 
+    @_one_at_a_time
     def jvp(self, *args):
         """F.jvp(*args, v) -> (F(*args), J v)."""
         self._replay(args[:-1])
@@ -244,23 +265,27 @@ class Function:
         self.argnum = argnum
         self.recordings = {}     # argument structures -> Recorded
 
-    def _at(self, args):
-        """A recording replayed at args (recorded now if need be)."""
+    def _at(self, args, read):
+        """read(trace) of a recording replayed at args (recorded now if need
+        be), holding its lock from the replay to the reading."""
         key = tuple(flatten(a, f"{self.fn.__name__}: argument {k}")[1]
                     for k, a in enumerate(args))
         rec = self.recordings.get(key)
         if rec is not None:
-            try:
-                rec._replay(args)
-                return rec
-            except BranchError:
-                pass
+            with rec.trace.tape.lock:
+                try:
+                    rec._replay(args)
+                except BranchError:
+                    pass
+                else:
+                    return read(rec.trace)
         rec = Recorded(self.fn, args, self.argnum)
-        self.recordings[key] = rec
-        return rec
+        with rec.trace.tape.lock:       # (at args until read)
+            self.recordings[key] = rec
+            return read(rec.trace)
 
     def __call__(self, *args):
-        return self._at(args).trace.output_value()
+        return self._at(args, Trace.output_value)
 
     # pickled by name, as the function it wraps would be (its recordings
     # are made again on first use); copies are the object itself
@@ -268,22 +293,22 @@ class Function:
         return self.__qualname__
 
     def value_and_grad(self, *args):
-        return self._at(args).trace.value_and_grad()
+        return self._at(args, Trace.value_and_grad)
 
     def grad(self, *args):
         return self.value_and_grad(*args)[1]
 
     def jacobian(self, *args):
-        return self._at(args).trace.jacobian()
+        return self._at(args, Trace.jacobian)
 
     def hessian(self, *args):
-        return self._at(args).trace.hessian()
+        return self._at(args, Trace.hessian)
 
     def hvp(self, *args):
-        return self._at(args[:-1]).trace.hvp(args[-1])
+        return self._at(args[:-1], lambda trace: trace.hvp(args[-1]))
 
     def jvp(self, *args):
-        return self._at(args[:-1]).trace.jvp(args[-1])
+        return self._at(args[:-1], lambda trace: trace.jvp(args[-1]))
 
 
 def function(f=None, *, argnum=0):

@@ -21,6 +21,20 @@ since the last one, so its cost per recorded operation stays bounded.
 Tape state is per thread (``threading.local``): each thread records on its
 own tape; ``with Tape():`` pushes an explicit one, ``no_grad()`` stops
 recording, ``detect_anomaly()`` checks every result.
+
+Threads.  A Value or Array of another thread's tape (or of a finished
+thread's, which lives as long as its Values) used in an operation is
+imported as a leaf, as an enclosing tape's is, and a backward sweep adds
+what reached that leaf into the original's gradient on its own tape
+(``receive_grads``).  Every tape has a lock, held by whatever touches its C
+tape or renumbers its entries except the recording path itself: sweeps,
+flushes, compactions, gradient reads and writes from other threads.  The
+recording path stays lock-free because nothing it does moves memory that
+another thread may be reading: the C tape's arrays only grow in ``spill``
+(under the lock), ahead of the entries recorded until the next spill.
+Locks are held one at a time, or an inner tape's then an enclosing one's,
+so that no two threads wait for each other; a C sweep runs with the lock
+held and the GIL released.
 """
 import contextlib
 import itertools
@@ -61,6 +75,9 @@ class _ThreadState(threading.local):
 
     def __init__(self):
         self.rec = None
+        # names this thread as a tape's owner (an ident is reused once a
+        # thread ends, while its tape may live on)
+        self.thread = object()
         self.default = None      # the thread's own tape, made on first use
         self.stack = []          # explicit tapes entered, innermost last
         self.no_grad = 0
@@ -187,7 +204,8 @@ class Tape:
                  "custom", "_entered", "_kept", "array_elems", "compact_elems",
                  "live_elems",
                  "_frozen_arrays", "externs", "sweep_mode", "callback_error",
-                 "guards", "generation", "pools", "_callbacks", "grads",
+                 "guards", "generation", "pools", "_callbacks", "grads", "thread",
+                 "lock",
                  "__weakref__")
 
     def __init__(self):
@@ -196,6 +214,8 @@ class Tape:
         self.buf = bytearray(64 << RECORD_SHIFT)    # record i at i << 5; grows
         self.nflushed = 0        # entries already in the C tape
         self.tid = get_ident()
+        self.thread = state.thread   # the thread recording here
+        self.lock = threading.RLock()
         self.closed = False
         self.parent = None       # enclosing tape while an explicit one is open
         self.imports = {}        # id(outer Value or Array) -> (it, its leaf here)
@@ -228,32 +248,52 @@ class Tape:
         if state.anomaly:
             self.limit = -1
         else:
-            # at the latest, the last record that still fits in buf
-            self.limit = min(len(self.nodes) + SPILL_EVERY,
+            # at the latest, the last record that still fits in buf, or
+            # whose entry (with a block, for an array) fits in the C tape
+            c = self._c
+            n = len(self.nodes)
+            self.limit = min(n + SPILL_EVERY,
                              (len(self.buf) >> RECORD_SHIFT) - 1,
-                             self._c.max_entries - 1)
+                             c.max_entries - 1, c.cap - 1,
+                             n + c.blk_cap - c.nblk - 1)
 
     def spill(self, out=None):
         """Called by the recording path at `limit`: anomaly checks, flushing
-        the buffer, compaction, and the entry-count limit."""
+        the buffer, compaction, growing the C tape ahead, and the
+        entry-count limit."""
         if out is not None and state.anomaly and not math.isfinite(out._d):
             op = struct.unpack_from("i", self.buf, out._i << RECORD_SHIFT)[0]
             if op != _LEAF:             # inputs may be anything; results not
                 raise FloatingPointError(
                     f"{_core.OP_NAMES[op]} at tape index {out._i} produced "
                     f"{'nan' if math.isnan(out._d) else 'inf'}")
-        if len(self.nodes) >= self.compact_at:
-            self.compact()
-        elif len(self.nodes) - self.nflushed >= SPILL_EVERY:
-            self.flush()
-        self._reserve(len(self.nodes) + 2)
-        if len(self.nodes) > self._c.max_entries:
-            # operand indices are int32: refuse the entry, keep the rest
-            self.nodes.pop()
-            raise TapeError(f"tape is full: {self._c.max_entries} entries "
-                            "(operand indices are 32-bit); run each step in "
-                            "'with ad.Tape():' or drop references to old graphs")
-        self._update_limit()
+        with self.lock:
+            if len(self.nodes) >= self.compact_at:
+                self.compact()
+            elif len(self.nodes) - self.nflushed >= SPILL_EVERY:
+                self.flush()
+            self._reserve(len(self.nodes) + 2)
+            if len(self.nodes) > self._c.max_entries:
+                # operand indices are int32: refuse the entry, keep the rest
+                self.nodes.pop()
+                raise TapeError(f"tape is full: {self._c.max_entries} entries "
+                                "(operand indices are 32-bit); run each step in "
+                                "'with ad.Tape():' or drop references to old graphs")
+            self._grow_ahead()
+            self._update_limit()
+
+    def _grow_ahead(self):
+        """Room in the C tape for the next entries and their blocks, made
+        here under the lock rather than by the recording path (see the
+        module's docstring); doubling, as the C side grows.  Where memory
+        is short, nothing is grown: the append that needs the room grows
+        it then, or fails with a MemoryError for that entry."""
+        c = self._c
+        n = len(self.nodes)
+        if c.cap - 1 <= n and c.cap < c.max_entries:
+            lib.ad_tape_reserve(c, min(n + 2, c.max_entries))
+        if c.blk_cap - c.nblk <= 1:
+            lib.ad_tape_reserve_blocks(c, c.nblk + 2)
 
     def record(self, cls, op, a, b, imm, d, flags=0):
         """Append one entry and return its new object of class cls (the
@@ -270,16 +310,19 @@ class Tape:
     def flush(self):
         """Append the buffered records to the C tape."""
         self._check_open()
-        count = len(self.nodes) - self.nflushed
-        if not count:
+        if len(self.nodes) == self.nflushed:
             return
-        recs = ffi.from_buffer("ad_record[]", self.buf)
-        try:
-            _core.check(lib.ad_tape_append(self._c, recs + self.nflushed,
-                                           count), self._c)
-        finally:
-            ffi.release(recs)
-        self.nflushed += count
+        with self.lock:
+            count = len(self.nodes) - self.nflushed
+            if not count:
+                return
+            recs = ffi.from_buffer("ad_record[]", self.buf)
+            try:
+                _core.check(lib.ad_tape_append(self._c, recs + self.nflushed,
+                                               count), self._c)
+            finally:
+                ffi.release(recs)
+            self.nflushed += count
 
     def count_elements(self, n):
         """n more array values on the tape (a result's, a pool's block):
@@ -296,6 +339,10 @@ class Tape:
         entry and before Python kept it as node n: drop whatever either
         side holds from n on, so that they agree again.  (The operation
         flushed before its C call, so the entries below n are in C.)"""
+        with self.lock:
+            self._drop_unkept(n)
+
+    def _drop_unkept(self, n):
         del self.nodes[n:]
         self.nflushed = n
         if self.grads:
@@ -310,6 +357,10 @@ class Tape:
 
     def compact(self):
         """Drop the entries nothing refers to any more; renumber the rest."""
+        with self.lock:       # other threads may be reading entry numbers
+            self._compact()
+
+    def _compact(self):
         self.flush()
         nodes = self.nodes
         n = len(nodes)
@@ -319,6 +370,9 @@ class Tape:
             self._c, n, ffi.from_buffer("uint8_t[]", keep),
             ffi.from_buffer("int64_t[]", newidx)), self._c)
         dropped = (newidx < 0).nonzero()[0]
+        if self.imports:      # what no entry left stands for needs no routing
+            self.imports = {k: imp for k, imp in self.imports.items()
+                            if newidx[imp[1]._i] >= 0}
         if len(dropped):
             # entries below the first dropped one keep their index
             first = int(dropped[0])
@@ -359,6 +413,8 @@ class Tape:
         are let go (see _kept_with_rules)."""
         nodes = self.nodes
         refs = np.fromiter(map(sys.getrefcount, nodes), np.intp, len(nodes))
+        for _, proxy in self.imports.values():
+            refs[proxy._i] -= 1   # imports' own hold: a use only as an operand
         if not self.custom:
             return (refs > _BASE_REFS).astype(np.uint8)
         keep = self._kept_with_rules(refs)
@@ -406,53 +462,70 @@ class Tape:
         if self.closed:
             raise TapeError("this Value belongs to a tape that was released "
                             "(its 'with ad.Tape()' block has ended)")
-        if self.tid != get_ident():
-            raise TapeError("this Value belongs to another thread's tape; "
-                            "each thread records on its own tape")
 
-    def grad_of(self, i):
+    def _foreign(self):
+        """Whether another thread records here: then reading an entry
+        takes the lock, so that its number stays put meanwhile."""
+        return self.thread is not state.thread
+
+    def grad_of(self, node):
+        if self._foreign():
+            with self.lock:
+                return self._grad_of(node._i)
+        return self._grad_of(node._i)
+
+    def _grad_of(self, i):
         if self._frozen is not None:
             return self._frozen.get(i, 0.0)
         if i >= self.nflushed:
             return 0.0          # no sweep has reached a buffered entry
         return self._c.grad[i]
 
-    def flags_of(self, i):
+    def flags_of(self, node):
+        if self._foreign():
+            with self.lock:
+                return self._flags_of(node._i)
+        return self._flags_of(node._i)
+
+    def _flags_of(self, i):
         if self._frozen is not None or i >= self.nflushed:
             return 0
         return self._c.flags[i]
 
-    def set_grad(self, i, g, is_float=None):
-        """Assign entry i's grad; is_float (micrograd's typing) says whether
+    def set_grad(self, node, g, is_float=None):
+        """Assign node's grad; is_float (micrograd's typing) says whether
         it now reads as a float or an int."""
         self._check_open()
-        self.flush()
-        self._c.grad[i] = g
-        flags = self._c.flags[i] | _core.FLAG_HAS_GRAD
-        if is_float is not None:
-            bit = _core.FLAG_GRAD_FLOAT
-            flags = (flags & ~bit) | (bit if is_float else 0)
-        self._c.flags[i] = flags
+        with self.lock:
+            self.flush()
+            i = node._i
+            self._c.grad[i] = g
+            flags = self._c.flags[i] | _core.FLAG_HAS_GRAD
+            if is_float is not None:
+                bit = _core.FLAG_GRAD_FLOAT
+                flags = (flags & ~bit) | (bit if is_float else 0)
+            self._c.flags[i] = flags
 
-    def has_grad(self, i):
-        """Whether entry i has a gradient (a sweep reached it, or it was
+    def has_grad(self, node):
+        """Whether node has a gradient (a sweep reached it, or it was
         assigned): optimizers skip a parameter without one, so a copy of
         it must not get one."""
         if self._frozen is not None:
-            return i in self._frozen or i in self._frozen_arrays
-        return bool(self.flags_of(i) & _core.FLAG_HAS_GRAD)
+            return node._i in self._frozen or node._i in self._frozen_arrays
+        return bool(self.flags_of(node) & _core.FLAG_HAS_GRAD)
 
     def zero_grads(self, nodes):
         """Set the gradients of these nodes (Values and Arrays) to 0."""
         self._check_open()
-        self.flush()
-        c = self._c
-        for node in nodes:
-            i = node._i
-            if c.aux[i] < 0:
-                c.grad[i] = 0.0
-            else:
-                _core.check(lib.ad_array_zero_grad(c, i), c)
+        with self.lock:
+            self.flush()
+            c = self._c
+            for node in nodes:
+                i = node._i
+                if c.aux[i] < 0:
+                    c.grad[i] = 0.0
+                else:
+                    _core.check(lib.ad_array_zero_grad(c, i), c)
 
     def take_grads(self, nodes):
         """The gradients of these nodes, taken off the tape: floats, and
@@ -460,56 +533,93 @@ class Tape:
         becomes the ndarray (no copy), and the Array has none left; the
         next sweep's adjoint becomes its next one.  For derivatives, whose
         leaves are the trace's own."""
-        c = self._c
-        out = []
-        taken = {}      # a node listed again (argnum=(0, 0)) gets a copy
-        for node in nodes:
-            i = node._i
-            if c.aux[i] < 0:
-                out.append(c.grad[i])
-                continue
-            if i in taken:
-                out.append(taken[i].copy())
-                continue
-            if i in self.grads:     # the Array's own .grad: C does not own it
-                taken[i] = g = self.grads[i].copy()
-                _core.check(lib.ad_array_zero_grad(c, i), c)
+        with self.lock:
+            c = self._c
+            out = []
+            taken = {}      # a node listed again (argnum=(0, 0)) gets a copy
+            for node in nodes:
+                i = node._i
+                if c.aux[i] < 0:
+                    out.append(c.grad[i])
+                    continue
+                if i in taken:
+                    out.append(taken[i].copy())
+                    continue
+                if i in self.grads:     # the Array's own .grad: C does not own it
+                    taken[i] = g = self.grads[i].copy()
+                    _core.check(lib.ad_array_zero_grad(c, i), c)
+                    out.append(g)
+                    continue
+                p = lib.ad_array_grad_take(c, i)
+                d = node._d
+                taken[i] = g = (np.zeros(d.shape) if p == ffi.NULL else
+                                buffers.adopt(p, d.shape, d.size))
                 out.append(g)
-                continue
-            p = lib.ad_array_grad_take(c, i)
-            d = node._d
-            taken[i] = g = (np.zeros(d.shape) if p == ffi.NULL else
-                            buffers.adopt(p, d.shape, d.size))
-            out.append(g)
-        return out
+            return out
 
-    def set_value(self, i, d, is_int=False):
-        """A new value for entry i (its .data assigned).  A leaf's value is
-        also its input for a replay; another entry keeps its constant."""
+    def set_value(self, node, d, is_int=False):
+        """A new value for node's entry (its .data assigned).  A leaf's
+        value is also its input for a replay; another entry keeps its
+        constant."""
         self._check_open()
-        self.flush()
-        c = self._c
-        c.val[i] = d
-        if c.op[i] == _LEAF:
-            c.imm[i] = d
-        bit = _core.FLAG_VALUE_INT
-        c.flags[i] = (c.flags[i] & ~bit) | (bit if is_int else 0)
+        with self.lock:
+            self.flush()
+            c = self._c
+            i = node._i
+            c.val[i] = d
+            if c.op[i] == _LEAF:
+                c.imm[i] = d
+            bit = _core.FLAG_VALUE_INT
+            c.flags[i] = (c.flags[i] & ~bit) | (bit if is_int else 0)
 
-    def entry(self, i):
-        """(op, a, b, imm, val) of entry i."""
+    def entry(self, node):
+        """(op, a, b, imm, val) of node's entry."""
         self._check_open()
-        self.flush()
-        c = self._c
-        return c.op[i], c.a[i], c.b[i], c.imm[i], c.val[i]
+        with self.lock:
+            self.flush()
+            c = self._c
+            i = node._i
+            return c.op[i], c.a[i], c.b[i], c.imm[i], c.val[i]
 
     # -- sweeps ------------------------------------------------------------
 
     def backward(self, idx, seeds, mode, route_imports=True):
         """Reverse sweep from entries idx with adjoints seeds (a number, or
-        an array for an Array's entry), then on to the enclosing tapes
-        through the Values and Arrays this tape imported (unless
-        route_imports is false: then they are constants here)."""
+        an array for an Array's entry), then on to the enclosing tapes and
+        other threads' tapes through the Values and Arrays this tape
+        imported (unless route_imports is false: then they are constants
+        here)."""
         self._check_open()
+        with self.lock:
+            others = self._backward(idx, seeds, mode, route_imports)
+        # other threads' tapes once this one's lock is let go: a thread
+        # never waits for another's tape while holding its own
+        for tape, nodes, grads in others:
+            tape.receive_grads(nodes, grads)
+
+    def backward_from(self, node, seed, mode):
+        """backward() from node's entry, read under the lock (another
+        thread may be renumbering it)."""
+        with self.lock:
+            i = node._i
+        self.backward([i], [seed], mode)
+
+    def receive_grads(self, nodes, grads):
+        """Add grads, what another tape's sweep gave its leaves standing
+        for these nodes of this tape, into their gradients here, and on
+        along this tape's graph (an accumulating sweep from them).  The
+        lock makes two threads' contributions to one leaf add up."""
+        self._check_open()
+        with self.lock:
+            others = self._backward([node._i for node in nodes], grads,
+                                    _core.SWEEP_ACCUM, True)
+        for tape, nodes, grads in others:
+            tape.receive_grads(nodes, grads)
+
+    def _backward(self, idx, seeds, mode, route_imports):
+        """backward() with the lock held, as far as this thread's tapes go;
+        returns what goes on to other threads' tapes, as (tape, nodes,
+        grads) for their receive_grads."""
         self.flush()
         imports = [proxy for _, proxy in self.imports.values()] if route_imports else []
         if imports:
@@ -519,29 +629,32 @@ class Tape:
         _core.check(lib.ad_backward_arrays(
             self._c, *_seed_arguments(idx, seeds), mode,
             1 if state.anomaly else 0), self._c, self)
-        if imports:
-            # an Array's first gradient is what this sweep gave it: its
-            # block itself is the seed (no copy, no difference)
-            swept = [self._grad_now(p, copy=False) if b is None else
-                     self._grad_now(p) - b for p, b in zip(imports, before)]
-            self._backward_imports(max(idx), swept,
-                                   [b is None for b in before])
+        if not imports:
+            return []
+        # an Array's first gradient is what this sweep gave it: its
+        # block itself is the seed (no copy, no difference)
+        swept = [self._grad_now(p, copy=False) if b is None else
+                 self._grad_now(p) - b for p, b in zip(imports, before)]
+        return self._backward_imports(max(idx), swept,
+                                      [b is None for b in before])
 
     def tangent(self, idx, seeds, hi=None):
         """Forward-mode sweep over entries [0, hi): the leaves idx move
         along seeds, every other leaf stays.  Read with scratch(j, TAN)."""
         self._check_open()
-        self.flush()
-        hi = len(self.nodes) if hi is None else hi
-        _core.check(lib.ad_tangent(self._c, hi, *_seed_arguments(idx, seeds)),
-                    self._c, self)
+        with self.lock:
+            self.flush()
+            hi = len(self.nodes) if hi is None else hi
+            _core.check(lib.ad_tangent(self._c, hi, *_seed_arguments(idx, seeds)),
+                        self._c, self)
 
     def second_order(self, idx, seeds):
         """After tangent(): adjoints from the seeds and their tangents; the
         leaves' scratch(j, DADJ) is then a Hessian-vector product."""
         self._check_open()
-        _core.check(lib.ad_second_order(self._c, *_seed_arguments(idx, seeds)),
-                    self._c, self)
+        with self.lock:
+            _core.check(lib.ad_second_order(self._c, *_seed_arguments(idx, seeds)),
+                        self._c, self)
 
     def scratch(self, j, which):
         """Entry j's adjoint (ADJ), tangent (TAN) or adjoint tangent (DADJ)
@@ -706,6 +819,10 @@ class Tape:
         read.  Its memory is Python's, so a reference kept to it stays valid
         whatever becomes of the entry.  After the tape is released, the
         gradient as it was then, which nothing reads or writes any more."""
+        with self.lock:         # (another thread may renumber or add)
+            return self._array_grad(node)
+
+    def _array_grad(self, node):
         i = node._i
         g = self.grads.get(i)
         if g is not None:
@@ -725,44 +842,73 @@ class Tape:
         g = self.grads[i] = flat[:node._d.size].reshape(shape)
         return g
 
-    def mark_grad(self, i, present=True):
-        """Entry i has a gradient (it was assigned) or, present false, none:
+    def mark_grad(self, node, present=True):
+        """node has a gradient (it was assigned) or, present false, none:
         optimizers skip it, as torch skips a parameter whose grad is None."""
         self._check_open()
-        bit = _core.FLAG_HAS_GRAD
-        self._c.flags[i] = (self._c.flags[i] & ~bit) | (bit if present else 0)
+        with self.lock:
+            i, bit = node._i, _core.FLAG_HAS_GRAD
+            self._c.flags[i] = (self._c.flags[i] & ~bit) | (bit if present else 0)
 
     def reverse_step(self, i):
         """Apply entry i's derivative rule once, in place on grad
         (micrograd's node._backward())."""
         self._check_open()
-        self.flush()
-        self.sweep_mode = _core.SWEEP_INPLACE
-        _core.check(lib.ad_reverse_step(self._c, i), self._c, self)
+        with self.lock:
+            self.flush()
+            self.sweep_mode = _core.SWEEP_INPLACE
+            _core.check(lib.ad_reverse_step(self._c, i), self._c, self)
 
     def _backward_imports(self, top, swept, whole):
         """Carry what this sweep gave the imported leaves (swept, in the
-        order of self.imports) on to the tapes the originals live on.
-        Where swept is a leaf's whole gradient block (whole), the block
-        itself moves to the original's tape as its seed (no copy)."""
+        order of self.imports) on to the tapes the originals live on: the
+        enclosing ones now, with their locks taken after this one's; for
+        other threads' tapes, returned as (tape, nodes, grads).  A leaf's
+        gradient goes with it: the leaf keeps none, so that what the next
+        sweep gives it is its whole gradient then (no difference, which
+        would round).  Where that is a whole gradient block (whole), the
+        block itself moves on (no copy): to an enclosing tape as the seed
+        of its sweep, to another thread's as the ndarray passed."""
         by_tape = {}
+        c = self._c
         for (outer, proxy), g, block in zip(self.imports.values(), swept, whole):
             j = proxy._i
             # (an Array's gradient is passed on as it is: checking it for
             # zeros would cost a pass over it)
-            if j <= top and self._c.flags[j] & lib.AD_FLAG_MARK and \
+            if j <= top and c.flags[j] & lib.AD_FLAG_MARK and \
                     (isinstance(g, np.ndarray) or g != 0.0):
-                ids, seeds = by_tape.setdefault(outer._t, ([], []))
-                ids.append(outer._i)
-                seeds.append(g)
-                if block and isinstance(g, np.ndarray):
-                    lib.ad_adjoint_take(outer._t._c, outer._i, self._c, j)
-        for tape, (ids, seeds) in by_tape.items():
-            tape.backward(ids, seeds, _core.SWEEP_ACCUM)
+                nodes, grads, takes = by_tape.setdefault(outer._t, ([], [], []))
+                nodes.append(outer)
+                grads.append(g)
+                takes.append(j if block and isinstance(g, np.ndarray) else -1)
+                if c.aux[j] < 0:
+                    c.grad[j] = 0.0
+                elif not block:
+                    _core.check(lib.ad_array_zero_grad(c, j), c)
+        others = []
+        for tape, (nodes, grads, takes) in by_tape.items():
+            if tape.thread is not self.thread:
+                for k, j in enumerate(takes):
+                    if j >= 0:
+                        d = self.nodes[j]._d
+                        grads[k] = buffers.adopt(lib.ad_array_grad_take(c, j),
+                                                 d.shape, d.size)
+                others.append((tape, nodes, grads))
+                continue
+            tape._check_open()
+            with tape.lock:
+                for node, j in zip(nodes, takes):
+                    if j >= 0:
+                        lib.ad_adjoint_take(tape._c, node._i, c, j)
+                others += tape._backward([node._i for node in nodes], grads,
+                                         _core.SWEEP_ACCUM, True)
+        return others
 
     def adopt(self, v):
         """v itself if it is recorded here, else its leaf on this tape when v
-        comes from an enclosing tape; TapeError for any other tape."""
+        comes from an enclosing tape or another thread's (a finished
+        thread's too); TapeError for a released tape, or another tape of
+        this thread's."""
         owner = v._t
         if owner is self:
             return v
@@ -773,22 +919,35 @@ class Tape:
             # be assigned between uses, and the thread's own tape would
             # keep every step's such result for good.
             return v._constant_on(self)
-        if owner.closed or owner.tid != get_ident():
-            owner._check_open()         # raises (a call only then: this
-                                        # runs for every operand imported)
-        tape = self.parent
-        while tape is not None and tape is not owner:
-            tape = tape.parent
-        if tape is None:
-            raise TapeError("a Value from another tape was used here; Values "
-                            "from an enclosing tape can be used in a 'with "
-                            "ad.Tape()' block, others cannot")
         # by identity: an Array's == is elementwise (and it has no hash);
         # the entry keeps v alive, so its id is not reused meanwhile
         imported = self.imports.get(id(v))
-        if imported is None:
-            imported = self.imports[id(v)] = (v, v._import_to(self))
+        if imported is None or owner.closed or imported[1]._d is not v._d:
+            imported = self._import(v)
         return imported[1]
+
+    def _import(self, v):
+        """(v, its new leaf here) for v of another tape, kept in imports."""
+        owner = v._t
+        owner._check_open()
+        if owner.thread is self.thread and not self._encloses(owner):
+            raise TapeError("a Value from another tape was used here; Values "
+                            "from an enclosing tape can be used in a 'with "
+                            "ad.Tape()' block, others cannot")
+        old = self.imports.get(id(v))
+        if old is not None:
+            # a Value's data was assigned since (an Array's leaf shares its
+            # values): a new leaf, the old one still routing what the
+            # graphs recorded with it receive
+            self.imports[id(old[1])] = old
+        imported = self.imports[id(v)] = (v, v._import_to(self))
+        return imported
+
+    def _encloses(self, tape):
+        outer = self.parent
+        while outer is not None and outer is not tape:
+            outer = outer.parent
+        return outer is not None
 
     # -- explicit tapes ----------------------------------------------------
 
@@ -813,6 +972,7 @@ class Tape:
         """Record on this tape from now on (inside the current one)."""
         self.parent = current_tape()
         self.tid = get_ident()
+        self.thread = state.thread
         self._entered = True
         state.stack.append(self)
         state.refresh()
@@ -845,11 +1005,12 @@ class Tape:
         if self._entered:
             raise TapeError("this tape is in use: it is released when its "
                             "'with' block ends")
-        self._frozen = {}
-        if keep_grads:
-            self._freeze_grads()
-        parent = self.parent
-        self.discard()
+        with self.lock:       # not while another thread reads its entries
+            self._frozen = {}
+            if keep_grads:
+                self._freeze_grads()
+            parent = self.parent
+            self.discard()
         # A step's block often ends here, and the arrays made outside it
         # (parameters, inputs) that the last step dropped lie on the
         # enclosing tape: reclaim them now, while that costs little per
@@ -955,6 +1116,16 @@ def _seed_arguments(idx, seeds):
 
 _CONST_OPS = {_core.OPS[k] for k in ("ADDC", "MULC", "DIVC", "RSUBC", "RDIVC",
                                     "POWC", "RPOWC")}
+
+
+@contextlib.contextmanager
+def holding(tapes):
+    """The locks of these tapes, taken in one order (by id), so that two
+    threads taking several never wait for each other."""
+    with contextlib.ExitStack() as stack:
+        for tape in sorted(tapes, key=id):
+            stack.enter_context(tape.lock)
+        yield
 
 
 def current_tape():

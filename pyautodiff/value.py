@@ -348,20 +348,20 @@ class Value:
         d = self._coerce(value)
         self._d = d
         if self._t is not DETACHED and not self._t.closed:
-            self._t.set_value(self._i, d, self._typed_ints and d.__class__ is int)
+            self._t.set_value(self, d, self._typed_ints and d.__class__ is int)
 
     @property
     def grad(self):
         if self._t is DETACHED:
             return 0.0
-        return self._t.grad_of(self._i)
+        return self._t.grad_of(self)
 
     @grad.setter
     def grad(self, value):
         if self._t is DETACHED:
             raise TapeError("this Value was computed under no_grad and has no "
                             "gradient")
-        self._t.set_grad(self._i, float(value))
+        self._t.set_grad(self, float(value))
 
     def zero_grad(self):
         self.grad = 0.0
@@ -407,7 +407,7 @@ class Value:
     def _entry(self):
         if self._t is DETACHED:
             return OPS["LEAF"], -1, -1, 0.0, self._d
-        return self._t.entry(self._i)
+        return self._t.entry(self)
 
     @property
     def _op(self):
@@ -439,7 +439,7 @@ class Value:
         if self._t is DETACHED:
             raise TapeError("this Value was computed under no_grad: nothing "
                             "was recorded to differentiate")
-        self._t.backward([self._i], [1.0], self._sweep_mode)
+        self._t.backward_from(self, 1.0, self._sweep_mode)
 
     # -- comparisons compare data; == and hash stay identity (micrograd) ------
     # Inside ad.record each one is also a guard: its entry on the tape must
@@ -465,7 +465,7 @@ class Value:
     # does not travel.
     def _copy_args(self, what):
         t = self._t
-        has_grad = t is not DETACHED and t.has_grad(self._i)
+        has_grad = t is not DETACHED and t.has_grad(self)
         return (type(self), self._read(what), self.grad if has_grad else None,
                 self.label)
 

@@ -56,7 +56,7 @@ def test_op(name):
         vs = [ad.Value(x) for x in xs]
         out = fn(*vs)
         if name != "LEAF":
-            assert out._t.entry(out._i)[0] == _core.OPS[name], "wrong op recorded"
+            assert out._t.entry(out)[0] == _core.OPS[name], "wrong op recorded"
         out.backward()
         got = [v.grad for v in vs]
         assert got == pytest.approx(hand(*xs), rel=1e-12, abs=1e-12)

@@ -413,13 +413,19 @@ def test_params_on_an_explicit_tape_and_across_tapes():
         opt.step()                    # the inner tape is released
 
 
-def test_params_of_another_thread_raise_tape_error():
+def test_params_of_another_thread_are_optimized():
     box = {}
-    thread = threading.Thread(target=lambda: box.update(v=ad.Value(1.0)))
+    thread = threading.Thread(target=lambda: box.update(
+        v=ad.Value(1.0), a=ad.Array([1.0, 2.0])))
     thread.start()
     thread.join()
-    with pytest.raises(ad.TapeError):
-        ad.optim.SGD([box["v"]], lr=0.1)
+    v, a = box["v"], box["a"]
+    opt = ad.optim.SGD([v, a], lr=0.1)
+    (v * 3.0 + (a * a).sum()).backward()
+    assert v.grad == 3.0 and a.grad.tolist() == [2.0, 4.0]
+    opt.step()
+    assert v.data == pytest.approx(0.7, abs=1e-15)
+    assert a.data.tolist() == pytest.approx([0.8, 1.6], abs=1e-15)
 
 
 # --- errors, as torch gives them --------------------------------------------------

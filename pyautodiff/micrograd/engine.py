@@ -113,8 +113,8 @@ class Value(_Value):
         t = self._t
         if t is DETACHED:
             return 0
-        g = t.grad_of(self._i)
-        if not t.flags_of(self._i) & _core.FLAG_GRAD_FLOAT:
+        g = t.grad_of(self)
+        if not t.flags_of(self) & _core.FLAG_GRAD_FLOAT:
             g = int(g)
         kind = self._gk
         return g if kind is None else _as_kind(kind, g)
@@ -124,12 +124,12 @@ class Value(_Value):
         if self._t is DETACHED:
             return
         if value.__class__ is float or value.__class__ is int:
-            self._t.set_grad(self._i, float(value), value.__class__ is float)
+            self._t.set_grad(self, float(value), value.__class__ is float)
             if self._gk is not None:
                 del self._gk
             return
         g = self._coerce(value)
-        self._t.set_grad(self._i, float(g), g.__class__ is float)
+        self._t.set_grad(self, float(g), g.__class__ is float)
         self._gk = value if isinstance(value, np.ndarray) else value * 0
 
     @property
@@ -143,7 +143,7 @@ class Value(_Value):
         if name is not None:
             return name
         op, _, _, imm, _ = self._entry()
-        if op == OPS["POWC"] and not self._t.flags_of(self._i) & _core.FLAG_IMM_INT:
+        if op == OPS["POWC"] and not self._t.flags_of(self) & _core.FLAG_IMM_INT:
             return f"**{imm}"           # micrograd's f'**{other}': **2.0
         return _Value._op.fget(self)
 
@@ -426,7 +426,7 @@ def _sync_data(node):
     d = node._d
     if isinstance(d, np.ndarray) and node._t.entry_value(node._i) != d.item():
         n = Value._coerce(d)
-        node._t.set_value(node._i, n, n.__class__ is int)
+        node._t.set_value(node, n, n.__class__ is int)
 
 
 def _set_grad_kinds(root):
@@ -458,9 +458,9 @@ def _parts(node):
     if t is DETACHED:           # computed under no_grad: a constant
         return _Parts(None, (), 0.0, 0, node._d, 0, False, None, kids, opname)
     op, a, b, imm, _ = node._entry()
-    flags = t.flags_of(node._i)
+    flags = t.flags_of(node)
     return _Parts(op, tuple(t.nodes[k] for k in (a, b) if k >= 0), imm,
-                  flags & _COPIED_FLAGS, node._d, t.grad_of(node._i),
+                  flags & _COPIED_FLAGS, node._d, t.grad_of(node),
                   bool(flags & _core.FLAG_GRAD_FLOAT), node._gk, kids, opname)
 
 
@@ -476,7 +476,7 @@ def _replicate(node, parts, operand, attrs, rule, tape=None):
         out = _recorded(t, parts.op, ops[0], ops[1], parts.imm, parts.data,
                         parts.flags)
         if parts.grad or parts.grad_float:
-            t.set_grad(out._i, parts.grad, parts.grad_float)
+            t.set_grad(out, parts.grad, parts.grad_float)
     if attrs:
         out.__dict__.update(attrs)
     if parts.kind is not None:
