@@ -1030,7 +1030,10 @@ class Tape:
         c = self._c
         for i in self._in_use().nonzero()[0].tolist():
             if c.aux[i] < 0:
-                self._frozen[i] = c.grad[i]
+                # one no sweep reached reads as 0 without an entry here,
+                # and has_grad() (a copy's gradient) stays false for it
+                if c.grad[i] != 0.0 or c.flags[i] & _core.FLAG_HAS_GRAD:
+                    self._frozen[i] = c.grad[i]
                 continue
             if i in self.grads:                   # an .grad someone read
                 self._frozen_arrays[i] = self.grads[i]

@@ -117,6 +117,22 @@ def test_arrays_of_a_released_tape_copy_their_data_and_gradient():
     np.testing.assert_array_equal(b.grad, [5.0, 29.0])
 
 
+def test_copies_from_a_released_tape_keep_which_ones_have_a_gradient():
+    # a parameter without a gradient is skipped by step(); with weight decay
+    # a zero gradient would move it
+    with ad.Tape():
+        v, u = ad.Value(2.0), ad.Value(5.0)
+        a, b = ad.Array([1.0, 2.0]), ad.Array([3.0, 4.0])
+        (v * v + (a * a).sum()).backward()
+    copies = pickle.loads(pickle.dumps((v, u, a, b)))
+    assert [x.grad for x in copies[:2]] == [4.0, 0.0]
+    ad.optim.SGD(copies, lr=1.0, weight_decay=1.0).step()
+    # stepped: x - (grad + x); skipped: x
+    assert [x.data for x in copies[:2]] == [-4.0, 5.0]
+    np.testing.assert_array_equal(copies[2].data, [-2.0, -4.0])
+    np.testing.assert_array_equal(copies[3].data, [3.0, 4.0])
+
+
 class Scaled(ad.Array):
     """A user's subclass of Array."""
 
