@@ -53,6 +53,7 @@ from . import _core, buffers
 from ._core import TapeError, ffi, lib
 
 SPILL_EVERY = 1 << 15      # records buffered in Python before a flush to C
+BLOCKS_AHEAD = 256         # array blocks grown ahead of the recording path
 COMPACT_MIN = 1 << 16      # entries a tape may grow by before a compaction
 COMPACT_MIN_ELEMENTS = 1 << 18   # ... and array elements (2 MiB of values)
 # Array elements recorded per entry of the tape before a compaction, so
@@ -292,8 +293,10 @@ class Tape:
         n = len(self.nodes)
         if c.cap - 1 <= n and c.cap < c.max_entries:
             lib.ad_tape_reserve(c, min(n + 2, c.max_entries))
-        if c.blk_cap - c.nblk <= 1:
-            lib.ad_tape_reserve_blocks(c, c.nblk + 2)
+        # (the limit counts every record against the blocks left, scalars
+        # too: room for a few hundred keeps spills rare on scalar graphs)
+        if c.blk_cap - c.nblk < BLOCKS_AHEAD:
+            lib.ad_tape_reserve_blocks(c, c.nblk + BLOCKS_AHEAD)
 
     def record(self, cls, op, a, b, imm, d, flags=0):
         """Append one entry and return its new object of class cls (the
