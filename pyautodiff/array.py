@@ -1254,10 +1254,15 @@ def _select(x, mask):
     return _new(t, OPS["SELECT"], a, m, 0.0, shape)
 
 
-def where(condition, x, y):
+def where(condition, x=None, y=None):
     """x where condition holds, else y; no gradient (and no NaN) flows
     through the branch not taken.  A condition computed from Arrays
-    (x > 0) is recorded, so a replay recomputes it."""
+    (x > 0) is recorded, so a replay recomputes it.  where(condition)
+    alone is np.nonzero(condition), as NumPy's."""
+    if x is None and y is None:
+        return np.nonzero(condition)
+    if x is None or y is None:
+        raise ValueError("where: either both or neither of x and y must be given")
     if isinstance(condition, Array) and condition._t is recording_tape():
         return _select(x, condition) + _select(y, _binary_op("EQ", condition, 0.0))
     cond = np.asarray(_plain(condition), dtype=bool)
@@ -1271,11 +1276,74 @@ def where(condition, x, y):
 _COMPARISONS = dict(COMPARISONS, **{"==": ("EQ", False), "!=": ("NE", False)})
 
 
+class Mask(Array):
+    """A comparison's result, NumPy's bool array to its users: its 1.0/0.0
+    values are a recorded entry (a replay recomputes them), so that
+    where(mask, a, b), mask * x and x[mask] hold at new inputs.  Arithmetic
+    on it gives float Arrays, as NumPy's bool * float does."""
+
+    __slots__ = ()
+
+    dtype = property(lambda self: np.dtype(bool))
+
+    def __array__(self, dtype=None, copy=None):
+        from .numpy_interop import as_ndarray
+        return as_ndarray(self, bool if dtype is None else dtype, copy)
+
+    def __repr__(self):
+        body = np.array2string(self._d.astype(bool), separator=", ", prefix="Array(")
+        return f"Array({body})"
+
+    def tolist(self):
+        return _decide(self, self._d.astype(bool).tolist(), "tolist()")
+
+    # logical operators, exact on 0/1 values with the existing ops
+    def __invert__(self):
+        return _as_mask(_binary_op("EQ", self, 0.0))
+
+    def __and__(self, other):
+        return _as_mask(self * _logical_operand(other, "&"))
+
+    def __or__(self, other):
+        return _as_mask(maximum(self, _logical_operand(other, "|")))
+
+    def __xor__(self, other):
+        return _as_mask(_binary_op("NE", self, _logical_operand(other, "^")))
+
+    __rand__, __ror__, __rxor__ = __and__, __or__, __xor__
+
+
+def is_mask(a):
+    """Is a a mask: a comparison's result (also np.less(a, b), np.isnan's
+    witnesses), or a logical combination of masks?"""
+    return isinstance(a, Mask)
+
+
+def _as_mask(out):
+    out.__class__ = Mask            # (same slots: the entry stays as it is)
+    return out
+
+
+def _logical_operand(other, symbol):
+    if is_mask(other):
+        return other
+    values = np.asarray(other)
+    if values.dtype != bool:
+        raise TypeError(f"mask {symbol} {values.dtype} operand: the logical "
+                        f"operators of a mask take masks or bools only")
+    return values.astype(np.float64)
+
+
+def comparison(op, x, y):
+    """x op y (LT, LE, EQ, NE) elementwise: a mask."""
+    return _as_mask(_binary_op(op, x, y))
+
+
 def _compare(self, other, symbol):
     if not isinstance(other, (Array, Value, np.ndarray, numbers.Real, list, tuple)):
         return NotImplemented
     op, swap = _COMPARISONS[symbol]
-    return _binary_op(op, other, self) if swap else _binary_op(op, self, other)
+    return comparison(op, other, self) if swap else comparison(op, self, other)
 
 
 # (a Value's == is identity, which defers to these for an Array: value ==
@@ -1318,13 +1386,12 @@ def _index(index):
     if not isinstance(index, Array):
         return index
     t = index._t
-    if t is not NO_GRAD and not t.closed and index._i >= 0:
-        t.flush()
-        if _core.OP_NAMES[t._c.op[index._i]] in ("lt", "le", "eq", "ne"):
-            mask = index._d.astype(bool)
-            if t.guards is not None:
-                t.guard(index, index._d.copy(), "a boolean mask used as an index")
-            return mask
+    if is_mask(index):
+        mask = index._d.astype(bool)
+        if t is not NO_GRAD and not t.closed and index._i >= 0 and \
+                t.guards is not None:
+            t.guard(index, index._d.copy(), "a boolean mask used as an index")
+        return mask
     return index._d.astype(np.intp) if index._d.dtype.kind == "f" and \
         np.all(index._d == np.round(index._d)) else index._d
 

@@ -21,12 +21,27 @@ _UNARY_UFUNCS = {np.negative: "__neg__", np.absolute: "__abs__", np.exp: "exp",
 _OTHER_UFUNCS = {np.maximum: _array.maximum, np.minimum: _array.minimum,
                  np.matmul: _array.matmul,
                  # comparisons: masks of 1.0/0.0, recorded, no gradient
-                 np.less: lambda x, y: _array._binary_op("LT", x, y),
-                 np.less_equal: lambda x, y: _array._binary_op("LE", x, y),
-                 np.greater: lambda x, y: _array._binary_op("LT", y, x),
-                 np.greater_equal: lambda x, y: _array._binary_op("LE", y, x),
-                 np.equal: lambda x, y: _array._binary_op("EQ", x, y),
-                 np.not_equal: lambda x, y: _array._binary_op("NE", x, y)}
+                 np.less: lambda x, y: _array.comparison("LT", x, y),
+                 np.less_equal: lambda x, y: _array.comparison("LE", x, y),
+                 np.greater: lambda x, y: _array.comparison("LT", y, x),
+                 np.greater_equal: lambda x, y: _array.comparison("LE", y, x),
+                 np.equal: lambda x, y: _array.comparison("EQ", x, y),
+                 np.not_equal: lambda x, y: _array.comparison("NE", x, y),
+                 # ndarray & mask ...: the mask's logical operators
+                 np.bitwise_and: lambda x, y: _logical("__and__", x, y),
+                 np.bitwise_or: lambda x, y: _logical("__or__", x, y),
+                 np.bitwise_xor: lambda x, y: _logical("__xor__", x, y),
+                 np.invert: lambda x: _logical("__invert__", x)}
+
+
+def _logical(name, x, *other):
+    """A logical operator (symmetric) of a mask, whichever side it is on."""
+    if other and not _array.is_mask(x):
+        x, other = other[0], (x,)
+    if not _array.is_mask(x):
+        raise TypeError(f"{name.strip('_')} of an Array that is not a mask "
+                        "(a comparison's result): an Array holds real numbers")
+    return getattr(x, name)(*other)
 
 
 def _binary(name, x, y):
@@ -141,6 +156,8 @@ def as_ndarray(a, dtype=None, copy=None):
     elements (0-d Arrays), as np.array([x, y]) of traced scalars is one,
     so that np.array([a, b]) of traced Arrays records instead of silently
     cutting their derivatives off."""
+    if _array.is_mask(a):               # no derivative: NumPy's bool array
+        return _nondifferentiable(np.asarray, (a,), {"dtype": dtype})
     if dtype is None and differentiated(a):
         out = np.empty(a.shape, dtype=object)
         for index in np.ndindex(a.shape):

@@ -967,9 +967,17 @@ class Tape:
         return self
 
     def __exit__(self, *exc):
+        self._check_entered_here()
         self._pop()
         self.release()
         return False
+
+    def _check_entered_here(self):
+        # before anything changes: the entering thread's stack would still
+        # record on a tape freed under it
+        if self._entered and self.thread is not state.thread:
+            raise TapeError("this tape was entered in another thread: its "
+                            "'with' block ends in that thread")
 
     def _push(self):
         """Record on this tape from now on (inside the current one)."""
@@ -1005,6 +1013,7 @@ class Tape:
         raises TapeError."""
         if self.closed:
             return
+        self._check_entered_here()
         if self._entered:
             raise TapeError("this tape is in use: it is released when its "
                             "'with' block ends")

@@ -152,6 +152,35 @@ def test_explicit_tape_records_frees_and_invalidates():
             use()
 
 
+def test_ending_a_tape_from_another_thread_raises_and_changes_nothing():
+    t = ad.Tape()
+    t.__enter__()
+    try:
+        x = ad.Value(2.0)
+        y = x * x
+        errors = []
+
+        def end_elsewhere():
+            for end in (lambda: t.__exit__(None, None, None), t.release):
+                try:
+                    end()
+                except ad.TapeError as e:
+                    errors.append(str(e))
+
+        worker = threading.Thread(target=end_elsewhere)
+        worker.start()
+        worker.join()
+        assert len(errors) == 2
+        assert all("entered in another thread" in e for e in errors)
+        assert ad.current_tape() is t       # still recording here
+        z = y * 3
+        z.backward()
+        assert x.grad == 12.0               # d(3 x^2)/dx at 2
+    finally:
+        t.__exit__(None, None, None)
+    assert t.closed
+
+
 def test_nested_tapes_route_gradients_outward():
     a = ad.Value(2.0)
     with ad.Tape():
