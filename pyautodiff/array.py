@@ -167,12 +167,14 @@ class Array:
     def __len__(self):
         return len(self._d)
 
+    # A number taken out of the tape: inside ad.record a guard on the
+    # values, so that a replay never reuses the recorded number
     def item(self):
-        return self._d.item()
+        return _decide(self, self._d.item(), "item()")
 
     def __float__(self):
         warn_detached(self, "float()", 2)
-        return float(self._d)
+        return _decide(self, float(self._d), "float()")
 
     # -- decisions: Python bools (inside ad.record, guards) -------------------
 

@@ -61,3 +61,16 @@ def test_what_stays_exact_does_not_warn():
         assert float(ad.Array(2.5)) == 2.5
         np.testing.assert_array_equal(np.asarray(ad.Array([1.0, 2.0]), dtype=float),
                                       [1.0, 2.0])
+
+
+@pytest.mark.filterwarnings("ignore::pyautodiff.DetachWarning")
+def test_numbers_taken_out_of_an_array_are_guards_in_a_recording():
+    # item() and float() of a traced Array: a replay at other values must
+    # not reuse the recorded number
+    for f in (lambda x: x.sum() * x.sum().item(),
+              lambda x: x.sum() * float(x.sum()),
+              lambda x: x.sum() * x[0].item()):
+        F = ad.record(f, np.array([1.0, 2.0]))
+        assert F(np.array([1.0, 2.0])) == f(np.array([1.0, 2.0]))
+        with pytest.raises(ad.BranchError):
+            F(np.array([3.0, 4.0]))
