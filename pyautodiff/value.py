@@ -579,6 +579,9 @@ class Traced(Value):
     def __format__(self, spec):
         return format(self._read("format()"), spec)
 
+    def __str__(self):              # str(x), '%s' % x, print(x): the float's
+        return str(self._read("str()"))
+
 
 def _format_number(c):
     """An exponent as micrograd prints it: 2 for an integral one, else 0.5."""

@@ -307,3 +307,11 @@ def test_an_explicit_tape_inside_a_recording_raises():
     # a recorded gradient runs f again at each replay: the block is fine there
     F = ad.record(ad.grad(lambda x: f(x) * x), 1.0)
     assert F(2.0) == ad.grad(lambda x: f(x) * x)(2.0) == 16.0   # 2x * float(2x)
+
+
+def test_str_of_a_traced_scalar_is_the_floats_and_pins_in_a_recording():
+    assert ad.grad(lambda x: x * len(str(x)))(2.5) == len(str(2.5))
+    F = ad.record(lambda x: x * len(str(x)), 2.5)
+    assert F(2.5) == 2.5 * 3
+    with pytest.raises(ad.BranchError):
+        F(3.25)
