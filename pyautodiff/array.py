@@ -531,7 +531,7 @@ t.nflushed = i + 1
 """
 # Then, the entry kept: room in the record buffer, as scalars have.
 SPILL_STEPS = """\
-if i >= t.limit:
+if i >= t.array_limit:
     t.spill()
 """
 

@@ -200,7 +200,7 @@ class Tape:
     """A Wengert list.  ``with ad.Tape() as t:`` records on a tape of its own
     whose entries are freed on exit; ``ad.current_tape()`` is the thread's."""
 
-    __slots__ = ("_c", "nodes", "buf", "limit", "nflushed", "tid", "closed",
+    __slots__ = ("_c", "nodes", "buf", "limit", "array_limit", "nflushed", "tid", "closed",
                  "parent", "imports", "compact_at", "_tokens", "_frozen",
                  "custom", "_entered", "_kept", "array_elems", "compact_elems",
                  "live_elems",
@@ -246,17 +246,21 @@ class Tape:
     def _update_limit(self):
         # The recording path calls spill() once an index reaches `limit`;
         # detect_anomaly sets it to -1 so every result is checked there.
+        # An array entry also takes a block, so the arrays' path compares
+        # with array_limit, which counts every entry against the blocks
+        # left; scalars' records take none, and a scalar graph spills only
+        # as often as its buffer needs.
         if state.anomaly:
-            self.limit = -1
+            self.limit = self.array_limit = -1
         else:
             # at the latest, the last record that still fits in buf, or
-            # whose entry (with a block, for an array) fits in the C tape
+            # whose entry fits in the C tape
             c = self._c
             n = len(self.nodes)
             self.limit = min(n + SPILL_EVERY,
                              (len(self.buf) >> RECORD_SHIFT) - 1,
-                             c.max_entries - 1, c.cap - 1,
-                             n + c.blk_cap - c.nblk - 1)
+                             c.max_entries - 1, c.cap - 1)
+            self.array_limit = min(self.limit, n + c.blk_cap - c.nblk - 1)
 
     def spill(self, out=None):
         """Called by the recording path at `limit`: anomaly checks, flushing
@@ -1073,6 +1077,7 @@ class Tape:
         self._c = None
         self.grads = {}     # after: the C tape never frees them
         self.limit = -1
+        self.array_limit = -1
 
     # -- inspection --------------------------------------------------------
 

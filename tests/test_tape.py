@@ -6,6 +6,7 @@ import sys
 import textwrap
 import threading
 
+import numpy as np
 import pytest
 
 import pyautodiff as ad
@@ -293,3 +294,50 @@ def _training_loop_memory():
     assert max(lengths) < bound, (max(lengths), bound)
     if not os.environ.get("PYAUTODIFF_SANITIZED"):   # ASan keeps freed memory
         assert rss[1] - rss[0] < 16 * 2**20
+
+
+def test_scalar_records_spill_only_as_their_buffer_needs(monkeypatch):
+    # Scalar entries take no array block, so the blocks kept free for
+    # arrays must not make a scalar graph spill every few hundred records
+    # (a spill takes the tape's lock and costs more than a record).
+    calls = []
+    spill = tape_module.Tape.spill
+    monkeypatch.setattr(tape_module.Tape, "spill",
+                        lambda self, out=None: (calls.append(1), spill(self, out))[1])
+    with ad.Tape():
+        x, y = ad.Value(0.5), ad.Value(0.25)
+        z = x
+        for _ in range(20000):
+            z = z * 0.999 + y
+        z.backward()
+        expected = sum(0.999 ** k for k in range(20000))
+        assert math.isclose(y.grad, expected, rel_tol=1e-12)
+    # 40,000 records: the buffer doubles from 64 records (10 spills), never
+    # one spill per block reserve (156)
+    assert len(calls) <= 16, len(calls)
+
+
+def test_array_entries_still_spill_before_the_blocks_run_out(monkeypatch):
+    # The C tape's block table may move only in spill (under the lock), so
+    # an array append must always find a free block there already.
+    caps = []
+    spill = tape_module.Tape.spill
+
+    def counted(self, out=None):
+        spill(self, out)
+        caps.append(self._c.blk_cap)
+    monkeypatch.setattr(tape_module.Tape, "spill", counted)
+    with ad.Tape() as t:
+        a = ad.Array([1.0, 2.0])
+        s = ad.Value(1.0)
+        caps.append(t._c.blk_cap)
+        for _ in range(tape_module.BLOCKS_AHEAD * 3):
+            a = a * 1.0001
+            s = s * 1.0     # scalars between them take no block
+            assert t._c.blk_cap == caps[-1]     # grown by spill alone
+        assert len(caps) > 3                   # it did have to grow
+        (a.sum() * s).backward()
+        want = np.array([1.0, 2.0])
+        for _ in range(tape_module.BLOCKS_AHEAD * 3):
+            want = want * 1.0001
+        assert np.array_equal(a.data, want)
