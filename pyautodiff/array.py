@@ -169,6 +169,38 @@ class Array:
 
     # A number taken out of the tape: inside ad.record a guard on the
     # values, so that a replay never reuses the recorded number
+    # x % y, x // y and divmod as NumPy's remainder, floor_divide, divmod
+    __mod__ = lambda self, other: np.remainder(self, other)            # noqa: E731
+    __rmod__ = lambda self, other: np.remainder(other, self)           # noqa: E731
+    __floordiv__ = lambda self, other: np.floor_divide(self, other)    # noqa: E731
+    __rfloordiv__ = lambda self, other: np.floor_divide(other, self)   # noqa: E731
+    __divmod__ = lambda self, other: np.divmod(self, other)            # noqa: E731
+    __rdivmod__ = lambda self, other: np.divmod(other, self)           # noqa: E731
+
+    # -- a 0-d Array stands for np.float64: int(), round(), math.floor ... --
+    # (step functions of the value: their zero derivative is exact)
+
+    def _scalar(self, what):
+        if self._d.ndim:
+            raise TypeError(f"{what} of an Array: only 0-dimensional Arrays "
+                            f"(a[i] of a 1-d a) convert to Python scalars")
+        return _decide(self, self._d.item(), what)
+
+    def __int__(self):
+        return int(self._scalar("int()"))
+
+    def __round__(self, ndigits=None):
+        return round(self._scalar("round()"), ndigits)
+
+    def __trunc__(self):
+        return math.trunc(self._scalar("math.trunc()"))
+
+    def __floor__(self):
+        return math.floor(self._scalar("math.floor()"))
+
+    def __ceil__(self):
+        return math.ceil(self._scalar("math.ceil()"))
+
     def item(self):
         return _decide(self, self._d.item(), "item()")
 

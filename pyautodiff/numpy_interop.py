@@ -31,7 +31,42 @@ _OTHER_UFUNCS = {np.maximum: _array.maximum, np.minimum: _array.minimum,
                  np.bitwise_and: lambda x, y: _logical("__and__", x, y),
                  np.bitwise_or: lambda x, y: _logical("__or__", x, y),
                  np.bitwise_xor: lambda x, y: _logical("__xor__", x, y),
-                 np.invert: lambda x: _logical("__invert__", x)}
+                 np.invert: lambda x: _logical("__invert__", x),
+                 np.remainder: lambda x, y: _remainder(x, y),
+                 np.fmod: lambda x, y: _remainder(x, y, "numpy.fmod"),
+                 np.divmod: lambda x, y: (np.floor_divide(x, y), _remainder(x, y))}
+
+
+def _remainder(x, y, name="numpy.remainder"):
+    """np.remainder (x % y) and np.fmod of Arrays: NumPy's values,
+    differentiated as x - q*y with q the integer quotient (floor(x/y) for
+    remainder, trunc(x/y) for fmod), a step function of x and y and so a
+    constant: the derivative is 1 in x and -q in y, as HIPS autograd's.
+    Inside ad.record the traced operands are guarded (q depends on them)."""
+    xv, yv = (np.asarray(_array._plain(v), dtype=np.float64) for v in (x, y))
+    r = (np.fmod if name == "numpy.fmod" else np.remainder)(xv, yv)
+    with np.errstate(all="ignore"):
+        q = np.round((xv - r) / yv)     # an integer, exactly: x - r is q*y
+    q = np.where(np.isfinite(q), q, 0.0)
+    for v in _traced([x, y]):
+        _array._decide(v, r, name)
+    # q*y only where q is not 0: 0 * inf would be NaN there
+    with np.errstate(all="ignore"):
+        qy = q * (y if isinstance(y, (Array, Value)) else yv)
+    if not q.all():
+        qy = np.where(q != 0.0, qy, 0.0)
+    out = x - qy
+    if not isinstance(out, (Array, Value)):     # (x a constant, q*y a 0)
+        return _array._constant_result(r)
+    # the recorded x - q*y may differ from r in its last bits, and is not r
+    # where r is not finite: a constant makes the values NumPy's
+    with np.errstate(all="ignore"):
+        shift = r - _array._plain(out)
+    finite = np.isfinite(r)
+    if finite.all():
+        return out + shift if shift.any() else out
+    # where r is not finite (x infinite, y 0 or NaN), NumPy's r, no gradient
+    return _array.where(finite, out + np.where(finite, shift, 0.0), r)
 
 
 def _logical(name, x, *other):

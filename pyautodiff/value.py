@@ -285,6 +285,47 @@ def _pin(v, what):
     return v._d
 
 
+def _divmod_values(x, y, what):
+    """Python's divmod of the values of x and y (Values or real numbers),
+    or None where one is neither.  The quotient is a step function of
+    them, so inside a recording the traced ones are pinned."""
+    values = []
+    for v in (x, y):
+        if isinstance(v, Value):
+            values.append(_pin(v, what))
+        else:
+            v = _number(v)
+            if v is None:
+                return None
+            values.append(v)
+    return divmod(*values)
+
+
+def _modulo(x, y):
+    """x % y with Python's value, as x - q*y for the floor quotient q, a
+    constant: the derivative is 1 in x and -q in y (HIPS autograd's), 0 in
+    y where q is 0."""
+    qr = _divmod_values(x, y, "the % operator")
+    if qr is None:
+        return NotImplemented
+    q, r = qr
+    out = x if q == 0 else x - q * y
+    if not isinstance(out, Value):      # a number % y with q == 0: just r
+        return _detached(y.__class__, r)
+    # the recorded x - q*y may differ from r in its last bits: a constant
+    # makes the value Python's
+    return out if out._d == r else out + (r - out._d)
+
+
+def _floor_quotient(x, y):
+    """x // y: a step function of x and y, a constant (no gradient)."""
+    qr = _divmod_values(x, y, "the // operator")
+    if qr is None:
+        return NotImplemented
+    cls = x.__class__ if isinstance(x, Value) else y.__class__
+    return _detached(cls, qr[0])
+
+
 class Value:
     """A scalar recorded on the current tape (micrograd-compatible).
 
@@ -359,12 +400,35 @@ class Value:
     @grad.setter
     def grad(self, value):
         if self._t is DETACHED:
-            raise TapeError("this Value was computed under no_grad and has no "
+            raise TapeError("this Value is a constant (computed under no_grad, "
+                            "or by a step function such as //) and has no "
                             "gradient")
         self._t.set_grad(self, float(value))
 
     def zero_grad(self):
         self.grad = 0.0
+
+    # -- %, //, divmod: Python's values; % differentiates as x - q*y -------------
+
+    def __mod__(self, other):
+        return _modulo(self, other)
+
+    def __rmod__(self, other):
+        return _modulo(other, self)
+
+    def __floordiv__(self, other):
+        return _floor_quotient(self, other)
+
+    def __rfloordiv__(self, other):
+        return _floor_quotient(other, self)
+
+    def __divmod__(self, other):
+        q = _floor_quotient(self, other)
+        return q if q is NotImplemented else (q, _modulo(self, other))
+
+    def __rdivmod__(self, other):
+        q = _floor_quotient(other, self)
+        return q if q is NotImplemented else (q, _modulo(other, self))
 
     # -- the data as a plain number: a constant to every derivative ------------
 
@@ -437,8 +501,9 @@ class Value:
     def backward(self):
         """Add d(self)/d(node) into the .grad of every Value self depends on."""
         if self._t is DETACHED:
-            raise TapeError("this Value was computed under no_grad: nothing "
-                            "was recorded to differentiate")
+            raise TapeError("this Value is a constant (computed under no_grad, "
+                            "or by a step function such as //): nothing was "
+                            "recorded to differentiate")
         self._t.backward_from(self, 1.0, self._sweep_mode)
 
     # -- comparisons compare data; == and hash stay identity (micrograd) ------

@@ -161,7 +161,8 @@ class Value(_Value):
     @_backward.setter
     def _backward(self, fn):
         if self._t is DETACHED:
-            raise TapeError("this Value was computed under no_grad")
+            raise TapeError("this Value is a constant (computed under no_grad, "
+                            "or by a step function such as //)")
         if getattr(self, "_bw", None) is None:
             self._t.custom += 1
         self._bw = fn
