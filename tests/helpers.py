@@ -1,7 +1,7 @@
 """Shared test helpers: central differences, and the forward-mode oracle."""
 import numpy as np
 
-from bench.dual import Dual, dual_grad  # noqa: F401  (re-exported for tests)
+from pyautodiff.testing.dual import Dual, dual_grad  # noqa: F401  (re-exported for tests)
 
 # Ops that scalar Values never record: array reductions, reshapes, gathers,
 # choices, and extern entries; tests/test_array.py walks them.

@@ -1,5 +1,5 @@
 """Forward-mode dual arrays: a NumPy reference for array programs that shares
-no code with the tape (used by ``python -m bench.fuzz --kind arrays``).
+no code with the tape (used by ``python -m pyautodiff.testing.fuzz --kind arrays``).
 
 A ``DualArray`` holds a value ``v``, computed by NumPy, and the tangents
 ``d`` of that value with respect to every input element at once: ``d`` has

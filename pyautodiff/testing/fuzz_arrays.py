@@ -18,7 +18,7 @@ construction (log of a positive node or of x*x + 0.5, ...).
 
 Each program is checked four ways:
 
-- every node's type, shape and value against ``bench.dual_arrays``, which
+- every node's type, shape and value against ``pyautodiff.testing.arrays``, which
   computes values with NumPy and derivatives by forward mode from each op's
   math (no code shared with the tape);
 - the gradients of every input after ``backward`` against the reference's
@@ -40,7 +40,8 @@ import numpy as np
 import pyautodiff as ad
 from pyautodiff import _core
 from pyautodiff._core import lib
-from bench.dual_arrays import COMPARISONS as NUMPY_COMPARISONS, Reference
+from .arrays import COMPARISONS as NUMPY_COMPARISONS, Reference
+from .fuzz_scalars import tally
 
 VALUE_RTOL = 1e-9       # rounding differs (libm vs NumPy, summation order)
 GRAD_RTOL = 1e-7
@@ -1061,7 +1062,6 @@ def _replay_problems(tape, prog, nodes, leaves):
 def fuzz(examples, seed=0, max_steps=12, show=5, out=print):
     """Check `examples` random programs; returns (tried, skipped, disagreed)
     with skipped a dict of reasons."""
-    from bench.fuzz import tally
     master = random.Random(seed)
 
     def cases():

@@ -1,0 +1,2 @@
+"""Independent oracles for pyautodiff's derivatives, and the fuzzers that
+use them."""
