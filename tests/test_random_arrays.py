@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, assume, given, settings, strategies as st
 import pyautodiff as ad
 from pyautodiff import _core
 from pyautodiff.testing import fuzz, fuzz_arrays
-from pyautodiff.testing.arrays import Reference
+from pyautodiff.testing.fuzz_arrays import FuzzReference
 
 # step -> (on Arrays, on ndarrays); safe domains by construction
 STEPS = {
@@ -97,7 +97,7 @@ def test_the_reference_gradients_agree_with_central_differences(seed):
     inputs = [np.array(p["data"], dtype=float) for op, _, p in prog.steps if op == "input"]
     assume(sum(x.size for x in inputs) <= 40)
     nodes, grads, near = fuzz_arrays.reference(prog.steps, prog.seed)
-    probe = Reference(None)
+    probe = FuzzReference(None)
     with np.errstate(all="ignore"):
         fuzz_arrays.run(prog.steps, probe)
     assume(nodes is not None and not near and not probe.on_kink)
@@ -105,7 +105,7 @@ def test_the_reference_gradients_agree_with_central_differences(seed):
 
     def f(xs):
         with np.errstate(all="ignore"):
-            out, _ = fuzz_arrays.run(prog.steps, Reference(None), xs)
+            out, _ = fuzz_arrays.run(prog.steps, FuzzReference(None), xs)
         return float(np.sum(out[-1].v * w))
 
     for k, x in enumerate(inputs):

@@ -1,11 +1,83 @@
-"""Forward-mode dual numbers: an AD method that shares no code with the tape,
-used as an oracle for its gradients (tests, ``python -m bench.fuzz``)."""
-import math
+"""Forward-mode dual numbers: an AD method that shares no code with the
+tape, used as an oracle for its gradients (the tests, ``check_grad``, the
+scalar fuzzer).
+
+A dual number is a + b eps with eps**2 = 0: seed an input with b = 1 and
+after the program b is the derivative along it.  Every op is the oracle
+table's row (rules.py), through one chain rule: v = value(x, y),
+b = dv/dx x.b + dv/dy y.b.  Python numbers mix in as constants; NumPy
+object arrays of dual numbers run NumPy code (``np.sin(x)``, ``x @ A``,
+``np.sum``) elementwise through the same methods.  There is no
+``__float__``: code that takes a plain float out of a number fails on a
+dual number instead of silently dropping its derivative.
+"""
+import numbers
+
+from .rules import RULES
 
 
-class Dual:
-    """A forward-mode dual number a + b*eps: an AD method independent of the
-    tape, used as an oracle for reverse-mode gradients."""
+def is_real(v):
+    """A plain real number: a constant to a dual number.  (Other operands,
+    an ndarray above all, get NotImplemented: NumPy then applies the op
+    elementwise.)"""
+    return isinstance(v, (float, int)) or isinstance(v, numbers.Real)  # fast test first
+
+
+class Forward:
+    """What dual and hyper-dual numbers share: comparisons, which look at
+    the value ``a`` alone (as a branch of the program does)."""
+
+    __slots__ = ()
+
+    def _other(self, o):
+        return o.a if isinstance(o, Forward) else o
+
+    def __lt__(self, o):
+        return self.a < self._other(o)
+
+    def __le__(self, o):
+        return self.a <= self._other(o)
+
+    def __gt__(self, o):
+        return self.a > self._other(o)
+
+    def __ge__(self, o):
+        return self.a >= self._other(o)
+
+    def __eq__(self, o):
+        return self.a == self._other(o)
+
+    def __ne__(self, o):
+        return self.a != self._other(o)
+
+    def __hash__(self):
+        return hash(self.a)
+
+    def __bool__(self):
+        return bool(self.a)
+
+    def conjugate(self):
+        return self             # a real number (np.var and np.std ask)
+
+
+def install_rules(cls, unary, binary):
+    """Give cls a method for every rule that Python spells (rules.method):
+    unary(rule) makes a one-operand method, binary(rule, reflected) a
+    two-operand one (reflected: the number is the right operand, as in
+    ``__radd__``)."""
+    for rule in RULES.values():
+        if rule.method is None or rule.constant:
+            continue            # constant forms are the binary rows with a constant
+        if rule.arity == 1:
+            setattr(cls, rule.method, unary(rule))
+        else:
+            setattr(cls, rule.method, binary(rule, False))
+            setattr(cls, "__r" + rule.method[2:], binary(rule, True))
+
+
+class Dual(Forward):
+    """A forward-mode dual number a + b*eps: an AD method independent of
+    the tape, used as an oracle for reverse-mode gradients."""
 
     __slots__ = ("a", "b")
 
@@ -13,81 +85,41 @@ class Dual:
         self.a = float(a)
         self.b = float(b)
 
-    @staticmethod
-    def lift(v):
-        return v if isinstance(v, Dual) else Dual(v)
+    def __repr__(self):
+        return f"Dual({self.a!r}, {self.b!r})"
 
-    def __add__(self, o):
-        o = Dual.lift(o)
-        return Dual(self.a + o.a, self.b + o.b)
 
-    __radd__ = __add__
+def _dual_unary(rule):
+    def method(self):
+        x = self.a
+        v = rule.value(x)
+        return Dual(v, rule.d[0](x, v) * self.b if self.b else 0.0)
+    method.__name__ = rule.method
+    return method
 
-    def __sub__(self, o):
-        o = Dual.lift(o)
-        return Dual(self.a - o.a, self.b - o.b)
 
-    def __rsub__(self, o):
-        return Dual.lift(o) - self
+def _dual_binary(rule, reflected):
+    def method(self, other):
+        if isinstance(other, Dual):
+            oa, ob = other.a, other.b
+        elif is_real(other):
+            oa, ob = float(other), 0.0          # a constant
+        else:
+            return NotImplemented
+        (xa, xb), (ya, yb) = ((oa, ob), (self.a, self.b)) if reflected else \
+            ((self.a, self.b), (oa, ob))
+        v = rule.value(xa, ya)
+        b = 0.0                 # a partial is taken only where it is needed
+        if xb:
+            b += rule.d[0](xa, ya, v) * xb
+        if yb:
+            b += rule.d[1](xa, ya, v) * yb
+        return Dual(v, b)
+    method.__name__ = rule.method
+    return method
 
-    def __mul__(self, o):
-        o = Dual.lift(o)
-        return Dual(self.a * o.a, self.b * o.a + self.a * o.b)
 
-    __rmul__ = __mul__
-
-    def __truediv__(self, o):
-        o = Dual.lift(o)
-        return Dual(self.a / o.a, (self.b * o.a - self.a * o.b) / (o.a * o.a))
-
-    def __rtruediv__(self, o):
-        return Dual.lift(o) / self
-
-    def __pow__(self, o):
-        if isinstance(o, Dual):
-            v = self.a ** o.a
-            return Dual(v, o.a * self.a ** (o.a - 1) * self.b
-                        + (v * math.log(self.a) * o.b if o.b else 0.0))
-        return Dual(self.a ** o, o * self.a ** (o - 1) * self.b if o else 0.0)
-
-    def __rpow__(self, c):
-        v = c ** self.a
-        return Dual(v, v * math.log(c) * self.b)
-
-    def __neg__(self):
-        return Dual(-self.a, -self.b)
-
-    def __abs__(self):
-        return Dual(abs(self.a), math.copysign(1.0, self.a) * self.b if self.a else 0.0)
-
-    def relu(self):
-        return Dual(self.a if self.a > 0 else 0.0, self.b if self.a > 0 else 0.0)
-
-    def tanh(self):
-        t = math.tanh(self.a)
-        return Dual(t, (1 - t * t) * self.b)
-
-    def exp(self):
-        e = math.exp(self.a)
-        return Dual(e, e * self.b)
-
-    def log(self):
-        return Dual(math.log(self.a), self.b / self.a)
-
-    def sigmoid(self):
-        e = math.exp(-abs(self.a))          # never overflows
-        s = 1.0 / (1.0 + e) if self.a >= 0 else e / (1.0 + e)
-        return Dual(s, s * (1 - s) * self.b)
-
-    def sin(self):
-        return Dual(math.sin(self.a), math.cos(self.a) * self.b)
-
-    def cos(self):
-        return Dual(math.cos(self.a), -math.sin(self.a) * self.b)
-
-    def sqrt(self):
-        r = math.sqrt(self.a)
-        return Dual(r, self.b / (2 * r))
+install_rules(Dual, _dual_unary, _dual_binary)
 
 
 def dual_grad(f, xs):

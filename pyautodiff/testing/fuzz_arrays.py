@@ -69,6 +69,18 @@ _sumsq_last = ad.custom_op(
     lambda g, out, x, c: (2.0 * c * x * np.expand_dims(g, -1), None))
 
 
+class FuzzReference(Reference):
+    """The reference with the custom ops of the programs, each a composite
+    of the oracle table's rows (its math, not its vjp)."""
+
+    def cube(self, a):
+        return self.mul(self.square(a), a)             # (a * a) * a
+
+    def mulsin(self, a, b):
+        return self.mul(a, self.sin(b))
+
+    def sumsq_last(self, a, c):
+        return self.mul(self.sum(self.square(a), axis=-1), c)
 
 
 class TapeOps:
@@ -350,7 +362,7 @@ class _Generator:
         self.nodes = []           # the reference's nodes, for shapes and values
         self.kinds = []           # "value" or "array"
         self.pos = []             # positive by construction
-        self.ref = Reference(None)
+        self.ref = FuzzReference(None)
         self.hub = None
         nd = rng.choice([0, 1, 1, 2, 2, 2, 3, 3])
         self.universe = tuple(rng.choice([1, 2, 2, 3, 3, 4]) for _ in range(nd))
@@ -920,7 +932,7 @@ def reference(steps, seed, inputs=None):
     came near a kink; None for the nodes where a value or tangent is not
     finite (an overflow)."""
     sizes = _input_sizes(steps)
-    R = Reference(sum(sizes))
+    R = FuzzReference(sum(sizes))
     with np.errstate(all="ignore"):
         nodes, _ = run(steps, R, inputs)
     if not all(np.all(np.isfinite(n.v)) and (n.d is None or np.all(np.isfinite(n.d)))

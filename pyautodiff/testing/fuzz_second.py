@@ -15,7 +15,7 @@ import time
 
 import pyautodiff as ad
 from . import fuzz_scalars
-from .hyperdual import HyperDual
+from . import hyperdual
 
 OPS = sorted(name for name in fuzz_scalars.STEPS if name != "custom")
 
@@ -35,15 +35,7 @@ def program(steps):
 
 def hyperdual_derivatives(steps, xs):
     """(value, gradient, Hessian) of the program at xs, by hyper-duals."""
-    k = len(xs)
-    value, grad = None, [0.0] * k
-    hess = [[0.0] * k for _ in range(k)]
-    for i in range(k):
-        for j in range(k):
-            out = fuzz_scalars.run_program(steps, [HyperDual(x, float(n == i), float(n == j))
-                                           for n, x in enumerate(xs)])
-            value, grad[i], hess[i][j] = out.a, out.b, out.d
-    return value, grad, hess
+    return hyperdual.hyperdual_derivatives(program(steps), xs)
 
 
 def usable(hess):

@@ -4,103 +4,82 @@ code with the tape; the oracle for its tangent and second-order sweeps.
 A hyper-dual number is a + b e1 + c e2 + d e1 e2 with e1² = e2² = 0.  Seed
 x_i with b = 1 and x_j with c = 1: after the program runs, b and c hold
 the first derivatives along i and j, and d the second derivative
-∂²f/∂x_i∂x_j.  Every function goes through one chain rule,
-f(x) -> (f, f' b, f' c, f' d + f'' b c), given f, f' and f''.
+∂²f/∂x_i∂x_j.  Every op is the oracle table's row (rules.py), through one
+chain rule: for f(x), (f, f' b, f' c, f' d + f'' b c) given f, f' and
+f''; for f(x, y) the same with both operands' partials and the mixed one.
 """
-import math
+from .dual import Forward, install_rules, is_real
+from .rules import RULES
 
 
-class HyperDual:
+class HyperDual(Forward):
     __slots__ = ("a", "b", "c", "d")
 
     def __init__(self, a, b=0.0, c=0.0, d=0.0):
         self.a, self.b, self.c, self.d = float(a), float(b), float(c), float(d)
 
-    @staticmethod
-    def lift(v):
-        return v if isinstance(v, HyperDual) else HyperDual(v)
+    def __repr__(self):
+        return f"HyperDual({self.a!r}, {self.b!r}, {self.c!r}, {self.d!r})"
 
     def _chain(self, f, f1, f2):
         return HyperDual(f, f1 * self.b, f1 * self.c,
                          f1 * self.d + f2 * self.b * self.c)
 
-    def __add__(self, o):
-        o = HyperDual.lift(o)
-        return HyperDual(self.a + o.a, self.b + o.b, self.c + o.c, self.d + o.d)
 
-    __radd__ = __add__
+def _unary(rule):
+    def method(self):
+        x = self.a
+        v = rule.value(x)
+        if not (self.b or self.c or self.d):
+            return HyperDual(v)
+        bc = self.b * self.c
+        return self._chain(v, rule.d[0](x, v), rule.dd[0](x, v) if bc else 0.0)
+    method.__name__ = rule.method
+    return method
 
-    def __neg__(self):
-        return HyperDual(-self.a, -self.b, -self.c, -self.d)
 
-    def __sub__(self, o):
-        return self + (-HyperDual.lift(o))
+def _binary(rule, reflected):
+    def method(self, other):
+        if isinstance(other, HyperDual):
+            o = (other.a, other.b, other.c, other.d)
+        elif is_real(other):
+            o = (float(other), 0.0, 0.0, 0.0)       # a constant
+        else:
+            return NotImplemented
+        s = (self.a, self.b, self.c, self.d)
+        (xa, xb, xc, xd), (ya, yb, yc, yd) = (o, s) if reflected else (s, o)
+        v = rule.value(xa, ya)
+        b = c = d = 0.0         # a partial is taken only where it is needed
+        if xb or xc or xd:
+            dx = rule.d[0](xa, ya, v)
+            b, c, d = dx * xb, dx * xc, dx * xd
+            if xb * xc:
+                d += rule.dd[0](xa, ya, v) * xb * xc
+        if yb or yc or yd:
+            dy = rule.d[1](xa, ya, v)
+            b, c, d = b + dy * yb, c + dy * yc, d + dy * yd
+            if yb * yc:
+                d += rule.dd[2](xa, ya, v) * yb * yc
+        mixed = xb * yc + xc * yb
+        if mixed:
+            d += rule.dd[1](xa, ya, v) * mixed
+        return HyperDual(v, b, c, d)
+    method.__name__ = rule.method
+    return method
 
-    def __rsub__(self, o):
-        return HyperDual.lift(o) - self
 
-    def __mul__(self, o):
-        o = HyperDual.lift(o)
-        return HyperDual(self.a * o.a, self.a * o.b + self.b * o.a,
-                         self.a * o.c + self.c * o.a,
-                         self.a * o.d + self.b * o.c + self.c * o.b + self.d * o.a)
+install_rules(HyperDual, _unary, _binary)
 
-    __rmul__ = __mul__
 
-    def reciprocal(self):
-        a = self.a
-        return self._chain(1.0 / a, -1.0 / (a * a), 2.0 / (a * a * a))
-
-    def __truediv__(self, o):
-        return self * HyperDual.lift(o).reciprocal()
-
-    def __rtruediv__(self, o):
-        return HyperDual.lift(o) * self.reciprocal()
-
-    def __pow__(self, o):
-        if isinstance(o, HyperDual):            # x ** y = exp(y log x), x > 0
-            return (o * self.log()).exp()
-        a = self.a
-        if o == 0:
-            return HyperDual(1.0)
-        return self._chain(a ** o, o * a ** (o - 1),
-                           o * (o - 1) * a ** (o - 2) if o != 1 else 0.0)
-
-    def __rpow__(self, c):                      # c ** x = exp(x log c)
-        return (self * math.log(c)).exp()
-
-    def __abs__(self):
-        s = math.copysign(1.0, self.a) if self.a else 0.0
-        return self._chain(abs(self.a), s, 0.0)
-
-    def relu(self):
-        return self._chain(max(self.a, 0.0), 1.0 if self.a > 0 else 0.0, 0.0)
-
-    def tanh(self):
-        t = math.tanh(self.a)
-        return self._chain(t, 1 - t * t, -2 * t * (1 - t * t))
-
-    def exp(self):
-        e = math.exp(self.a)
-        return self._chain(e, e, e)
-
-    def log(self):
-        a = self.a
-        return self._chain(math.log(a), 1.0 / a, -1.0 / (a * a))
-
-    def sigmoid(self):
-        e = math.exp(-abs(self.a))
-        s = 1.0 / (1.0 + e) if self.a >= 0 else e / (1.0 + e)
-        return self._chain(s, s * (1 - s), s * (1 - s) * (1 - 2 * s))
-
-    def sin(self):
-        s, c = math.sin(self.a), math.cos(self.a)
-        return self._chain(s, c, -s)
-
-    def cos(self):
-        s, c = math.sin(self.a), math.cos(self.a)
-        return self._chain(c, -s, -c)
-
-    def sqrt(self):
-        r = math.sqrt(self.a)
-        return self._chain(r, 0.5 / r, -0.25 / (r * r * r))
+def hyperdual_derivatives(f, xs):
+    """(value, gradient, Hessian) of f at the floats xs by hyper-duals, one
+    pass per pair of inputs."""
+    k = len(xs)
+    value, grad = None, [0.0] * k
+    hess = [[0.0] * k for _ in range(k)]
+    for i in range(k):
+        for j in range(k):
+            out = f(*[HyperDual(x, float(n == i), float(n == j))
+                      for n, x in enumerate(xs)])
+            value, grad[i], hess[i][j] = out.a, out.b, out.d
+    return value, grad, hess
