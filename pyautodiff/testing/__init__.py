@@ -29,9 +29,10 @@ also ``python -m bench.fuzz`` in a checkout.  ``pure.py`` is a pure-Python
 engine with micrograd's semantics, the baseline of ``python -m pyautodiff``
 and of the benchmarks.
 """
+from .check import check_grad
 from .dual import Dual, dual_grad
 from .hyperdual import HyperDual, hyperdual_derivatives
 from .rules import RULES
 
-__all__ = ["Dual", "dual_grad", "HyperDual", "hyperdual_derivatives",
+__all__ = ["check_grad", "Dual", "dual_grad", "HyperDual", "hyperdual_derivatives",
            "RULES"]
