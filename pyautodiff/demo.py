@@ -137,3 +137,7 @@ def main(steps=100, compare_steps=5, out=print):
         f"reference engine (pyautodiff.testing.pure) {1e3 * theirs:.1f} ms: "
         f"{theirs / ours:.1f}x faster")
     return accuracy
+
+
+if __name__ == "__main__":          # python -m pyautodiff.demo, as python -m pyautodiff
+    tour()
