@@ -3,7 +3,6 @@ rules.py: each elementwise op's value and partials, written from the math):
 on Values, their gradients against the row's partials, central differences
 and forward-mode duals; on Arrays, values and gradients against the row on
 NumPy; and the table itself against central differences."""
-import math
 import operator
 
 import numpy as np

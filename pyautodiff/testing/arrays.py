@@ -71,8 +71,9 @@ def _squeeze_axes(x, axes):
 
 
 class Reference:
-    """The ops of the fuzzer's programs on DualArrays with k tangents each
-    (k None: values only).  Plain numbers and ndarrays are constants
+    """Array ops on DualArrays with k tangents each (k None: values only):
+    every row of the oracle table (``apply``), and the array functions the
+    fuzzer's programs use.  Plain numbers and ndarrays are constants
     wherever an operand goes."""
 
     def __init__(self, k, kink_tol=1e-7):

@@ -9,7 +9,6 @@ chain rule: for f(x), (f, f' b, f' c, f' d + f'' b c) given f, f' and
 f''; for f(x, y) the same with both operands' partials and the mixed one.
 """
 from .dual import Forward, install_rules, is_real
-from .rules import RULES
 
 
 class HyperDual(Forward):
