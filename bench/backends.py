@@ -41,8 +41,7 @@ def _floats():
 
 
 def _pure():
-    from bench.pure_engine import Value
-    from bench.pure_nn import MLP
+    from pyautodiff.testing.pure import MLP, Value
     return Backend("pure", Value, MLP, operator.methodcaller("tanh"), "tanh")
 
 

@@ -17,8 +17,8 @@ from .extern import custom_op
 from .functions import (abs, cos, exp, log, max, mean, min, relu, sigmoid,
                         sin, sqrt, sum, tanh)
 from .viz import draw_dot
-from .functional import (check_grad, grad, hessian, hvp, jacobian, jvp,
-                         value_and_grad, vjp)
+from .functional import grad, hessian, hvp, jacobian, jvp, value_and_grad, vjp
+from .testing import check_grad
 from .record import BranchError, Recorded, function, load, record
 from .minimize import minimize
 from . import nn, optim

@@ -2,10 +2,10 @@
 
 1. The moons demo: micrograd's classic MLP trained on two half moons with
    ``pyautodiff.micrograd``, then the same training step timed on the
-   pure-Python reference engine (``bench/``, when run from a checkout) or on
-   the ``micrograd`` package (when installed).  The training code is written
-   once, against micrograd's API, and takes the engine (a Value class and an
-   MLP class) as arguments.
+   pure-Python reference engine (``pyautodiff.testing.pure``, part of the
+   package, so the comparison is the same from any directory).  The
+   training code is written once, against micrograd's API, and takes the
+   engine (a Value class and an MLP class) as arguments.
 2. Optimization: the Rosenbrock function in 100 dimensions, written with
    NumPy, recorded once and minimized by the built-in L-BFGS in C; then its
    exact Hessian at the minimum, and the replayed gradient against a fresh
@@ -15,6 +15,8 @@ import random
 import time
 
 from .datasets import make_moons
+from .micrograd import engine, nn
+from .testing import pure
 
 
 def moons_loss(model, Value, X, y, alpha=1e-4):
@@ -54,22 +56,6 @@ def time_steps(Value, MLP, X, y, steps):
         times.append(time.perf_counter() - t0)
     times.sort()
     return times[len(times) // 2]
-
-
-def reference_engine():
-    """(name, Value, MLP) of the pure-Python engine to compare against."""
-    try:
-        from bench.pure_engine import Value
-        from bench.pure_nn import MLP
-        return "the pure-Python reference engine (bench/)", Value, MLP
-    except ImportError:
-        pass
-    try:
-        from micrograd.engine import Value
-        from micrograd.nn import MLP
-        return "the micrograd package", Value, MLP
-    except ImportError:
-        return None
 
 
 def rosenbrock(x):
@@ -131,31 +117,27 @@ def tour(out=print):
 
 
 def main(steps=100, compare_steps=5, out=print):
-    from .micrograd.engine import Value
-    from .micrograd.nn import MLP
-
     X, y = make_moons(n=100, noise=0.1)
-    model = make_model(MLP)
+    model = make_model(nn.MLP)
     out(f"Training micrograd's moons MLP {[2, 16, 16, 1]} "
         f"({len(model.parameters())} parameters) on {len(X)} points "
         "with pyautodiff")
     t0 = time.perf_counter()
     for k in range(steps):
-        loss, accuracy = train_step(model, Value, X, y, lr=1.0 - 0.9 * k / steps)
+        loss, accuracy = train_step(model, engine.Value, X, y, lr=1.0 - 0.9 * k / steps)
         if k % 10 == 0 or k == steps - 1:
             out(f"  step {k:3d}  loss {loss:.4f}  accuracy {accuracy:.0%}")
     elapsed = time.perf_counter() - t0
     out(f"Final accuracy {accuracy:.0%} after {steps} steps "
         f"({elapsed:.2f} s, {1e3 * elapsed / steps:.1f} ms/step)")
 
-    ref = reference_engine()
-    if ref is None:
-        out("(no pure-Python engine found to compare with: run from a "
-            "checkout, or pip install micrograd)")
-        return accuracy
-    name, RefValue, RefMLP = ref
-    ours = time_steps(Value, MLP, X, y, compare_steps)
-    theirs = time_steps(RefValue, RefMLP, X, y, compare_steps)
-    out(f"One training step: pyautodiff {1e3 * ours:.1f} ms, {name} "
-        f"{1e3 * theirs:.1f} ms: {theirs / ours:.1f}x faster")
+    ours = time_steps(engine.Value, nn.MLP, X, y, compare_steps)
+    theirs = time_steps(pure.Value, pure.MLP, X, y, compare_steps)
+    out(f"One training step: pyautodiff {1e3 * ours:.1f} ms, the pure-Python "
+        f"reference engine (pyautodiff.testing.pure) {1e3 * theirs:.1f} ms: "
+        f"{theirs / ours:.1f}x faster")
     return accuracy
+
+
+if __name__ == "__main__":          # python -m pyautodiff.demo, as python -m pyautodiff
+    tour()

@@ -15,7 +15,6 @@ import numpy as np
 
 from .array import Array
 from .extern import ExternRule, record_extern
-from .pytree import flatten, unflatten
 from .trace import Trace, checked, differentiated
 from .value import Value
 
@@ -165,47 +164,3 @@ def _nested(f, args, kwargs, argnum, tr, name, result):
                                               ts[0])))
     return (record_extern(value_rule, [x], value),
             record_extern(gradient_rule, [x], gradient))
-
-
-# -- checking ------------------------------------------------------------------
-
-def check_grad(f, *args, eps=1e-6, rtol=1e-5, atol=1e-8):
-    """Compare the gradient of scalar f at args (with respect to every
-    argument) with central differences; AssertionError naming the worst
-    entry if any differs by more than atol + rtol * |numeric|."""
-    argnums = tuple(range(len(args)))
-    grads = grad(f, argnums)(*args)
-    worst = None
-    for k in argnums:
-        values, st = flatten(args[k], f"check_grad: argument {k}")
-        g_leaves, _ = flatten(grads[k])
-        for leaf_no, (x, g) in enumerate(zip(values, g_leaves)):
-            base = np.array(x, dtype=np.float64)
-            g = np.asarray(g, dtype=np.float64)
-            for pos in np.ndindex(base.shape):
-                def at(delta):
-                    moved = base.copy()
-                    moved[pos] += delta
-                    leaves = list(values)
-                    leaves[leaf_no] = float(moved) if st.kinds[leaf_no] == "float" \
-                        else moved
-                    call = list(args)
-                    call[k] = unflatten(st, leaves)
-                    out = f(*call)
-                    out = out.data if isinstance(out, (Value, Array)) else out
-                    return float(np.reshape(out, ()))
-                numeric = (at(eps) - at(-eps)) / (2 * eps)
-                analytic = float(g[pos])
-                excess = abs(analytic - numeric) - (atol + rtol * abs(numeric))
-                if excess > 0 and (worst is None or excess > worst[0]):
-                    where = f"argument {k}"
-                    if len(values) > 1:
-                        where += f", leaf {leaf_no}"
-                    if pos:
-                        where += f", index {pos}"
-                    worst = (excess, where, analytic, numeric)
-    if worst is not None:
-        _, where, analytic, numeric = worst
-        raise AssertionError(f"check_grad: {where}: gradient {analytic!r}, "
-                             f"central difference {numeric!r} (difference "
-                             f"{abs(analytic - numeric):.3g})")

@@ -1,14 +1,31 @@
-"""Shared test helpers: central differences, and the forward-mode oracle."""
+"""Shared test helpers: central differences, the forward-mode oracle, and
+which C ops the oracle table covers."""
 import numpy as np
 
-from bench.dual import Dual, dual_grad  # noqa: F401  (re-exported for tests)
+from pyautodiff.testing.dual import Dual, dual_grad  # noqa: F401  (re-exported for tests)
+from pyautodiff.testing.rules import RULES
 
-# Ops that scalar Values never record: array reductions, reshapes, gathers,
-# choices, and extern entries; tests/test_array.py walks them.
-ARRAY_ONLY_OPS = {"SUM", "MAX", "MIN", "RESHAPE", "GATHER", "SCATTER",
-                  "MAXIMUM", "MINIMUM", "SELECT", "EXTERN", "SQUARE", "LSE"}
-# recorded for Values only as guards of ad.record (tests/test_record.py)
+# The C ops that are not elementwise, so no row of the oracle table
+# (pyautodiff/testing/rules.py) is theirs, and what checks each instead
+# (the array reference is pyautodiff/testing/arrays.py).
+NOT_ELEMENTWISE = {
+    "LEAF": "an input: nothing to differentiate",
+    "SUM": "the reference's sum and mean",
+    "MAX": "the reference's max",
+    "MIN": "the reference's min",
+    "RESHAPE": "the reference's reshape, expand_dims and squeeze",
+    "GATHER": "the reference's indexing and transpose",
+    "SCATTER": "the reference's concatenate and stack",
+    "EXTERN": "the reference's matmul; custom ops (the fuzzers') as rows composed",
+    "LSE": "the reference's logsumexp, softmax and log_softmax",
+}
+# The rows' C ops that scalar Values never record (tests/test_ops.py checks
+# them on Arrays) ...
+ARRAY_ONLY_OPS = {"MAXIMUM", "MINIMUM", "SELECT", "SQUARE"}
+# ... or record only as guards of ad.record (tests/test_record.py)
 COMPARISON_OPS = {"LT", "LE", "EQ", "NE"}
+# the C ops of the rows that Values record
+VALUE_OPS = {name.upper() for name in RULES} - ARRAY_ONLY_OPS - COMPARISON_OPS
 
 
 def central_diff(f, xs, h=1e-6):

@@ -1,45 +1,68 @@
-"""Every op of the C enum: value against Python's math, gradient against
-hand-derived formulas, central differences and forward-mode duals."""
-import math
+"""Every op of the C enum against the oracle table (pyautodiff/testing/
+rules.py: each elementwise op's value and partials, written from the math):
+on Values, their gradients against the row's partials, central differences
+and forward-mode duals; on Arrays, values and gradients against the row on
+NumPy; and the table itself against central differences."""
+import operator
 
+import numpy as np
 import pytest
 
 import pyautodiff as ad
 from pyautodiff import _core
-from helpers import ARRAY_ONLY_OPS, COMPARISON_OPS, central_diff, dual_grad
+from pyautodiff.testing.rules import RULES, spelled
+from helpers import (COMPARISON_OPS, NOT_ELEMENTWISE, VALUE_OPS, central_diff,
+                     dual_grad)
 
-# op name -> (function of Values, points, hand-derived gradient)
-CASES = {
-    "LEAF": (lambda x: x, [(0.7,)], lambda x: [1.0]),
-    "ADD": (lambda x, y: x + y, [(0.7, -1.3)], lambda x, y: [1.0, 1.0]),
-    "SUB": (lambda x, y: x - y, [(0.7, -1.3)], lambda x, y: [1.0, -1.0]),
-    "MUL": (lambda x, y: x * y, [(0.7, -1.3)], lambda x, y: [y, x]),
-    "DIV": (lambda x, y: x / y, [(0.7, -1.3)], lambda x, y: [1 / y, -x / y**2]),
-    "POW": (lambda x, y: x ** y, [(0.7, -1.3), (2.0, 3.0)],
-            lambda x, y: [y * x ** (y - 1), x ** y * math.log(x)]),
-    "ADDC": (lambda x: x + 2.5, [(0.7,)], lambda x: [1.0]),
-    "MULC": (lambda x: x * 2.5, [(0.7,)], lambda x: [2.5]),
-    "DIVC": (lambda x: x / 2.5, [(0.7,)], lambda x: [0.4]),
-    "RSUBC": (lambda x: 2.5 - x, [(0.7,)], lambda x: [-1.0]),
-    "RDIVC": (lambda x: 2.5 / x, [(0.7,)], lambda x: [-2.5 / x**2]),
-    "POWC": (lambda x: x ** 3, [(0.7,), (-1.2,)], lambda x: [3 * x**2]),
-    "RPOWC": (lambda x: 2.5 ** x, [(0.7,)], lambda x: [2.5**x * math.log(2.5)]),
-    "NEG": (lambda x: -x, [(0.7,)], lambda x: [-1.0]),
-    "ABS": (lambda x: abs(x), [(0.7,), (-1.3,)], lambda x: [math.copysign(1, x)]),
-    "RELU": (lambda x: x.relu(), [(0.7,), (-1.3,)], lambda x: [float(x > 0)]),
-    "TANH": (lambda x: x.tanh(), [(0.7,)], lambda x: [1 - math.tanh(x) ** 2]),
-    "EXP": (lambda x: x.exp(), [(0.7,)], lambda x: [math.exp(x)]),
-    "LOG": (lambda x: x.log(), [(0.7,)], lambda x: [1 / x]),
-    "SIGMOID": (lambda x: x.sigmoid(), [(0.7,), (-30.0,)],
-                lambda x: [math.exp(-x) / (1 + math.exp(-x)) ** 2]),
-    "SIN": (lambda x: x.sin(), [(0.7,)], lambda x: [math.cos(x)]),
-    "COS": (lambda x: x.cos(), [(0.7,)], lambda x: [-math.sin(x)]),
-    "SQRT": (lambda x: x.sqrt(), [(0.7,)], lambda x: [0.5 / math.sqrt(x)]),
+# where each op is checked, inside its domain (the default: (0.7,) for one
+# operand, (0.7, -1.3) for two), and the constant c of a row with one
+POINTS = {
+    "pow": [(0.7, -1.3), (2.0, 3.0)],
+    "powc": [(0.7,), (-1.2,)],
+    "abs": [(0.7,), (-1.3,)],
+    "relu": [(0.7,), (-1.3,)],
+    "sigmoid": [(0.7,), (-30.0,)],
+    "maximum": [(0.7, -1.3), (-1.3, 0.7), (0.5, 0.5)],     # a tie: halves
+    "minimum": [(0.7, -1.3), (-1.3, 0.7), (0.5, 0.5)],
+    "select": [(0.7, 1.0), (0.7, 0.0)],                     # (x, the mask)
+    "lt": [(0.7, -1.3), (-1.3, 0.7), (0.5, 0.5)],
+    "le": [(0.7, -1.3), (-1.3, 0.7), (0.5, 0.5)],
+    "eq": [(0.7, -1.3), (0.5, 0.5)],
+    "ne": [(0.7, -1.3), (0.5, 0.5)],
 }
+CONSTANT = {"powc": 3.0}        # x ** 3 is real at negative x too
 
 
-def test_every_op_of_the_enum_has_a_case():
-    assert set(CASES) == set(_core.OPS) - ARRAY_ONLY_OPS - COMPARISON_OPS
+def points(name):
+    return POINTS.get(name, [(0.7,)] if RULES[name].arity == 1 else [(0.7, -1.3)])
+
+
+def operands(name, xs):
+    """The row's operands at a point: a constant form takes c too."""
+    return (*xs, CONSTANT.get(name, 2.5)) if RULES[name].constant else xs
+
+
+def expected_grad(name, xs):
+    """The row's first partials at xs."""
+    rule = RULES[name]
+    args = operands(name, xs)
+    v = rule.value(*args)
+    return v, [d(*args, v) for d in rule.d]
+
+
+def test_every_op_of_the_enum_has_an_oracle_row_or_is_not_elementwise():
+    for name in _core.OPS:
+        assert (name.lower() in RULES) != (name in NOT_ELEMENTWISE), name
+    assert set(RULES) <= {name.lower() for name in _core.OPS}
+
+
+def _on_values(name):
+    rule = RULES[name]
+    fn = spelled(rule)
+    if rule.constant:
+        c = CONSTANT.get(name, 2.5)
+        return lambda x: fn(x, c)
+    return fn
 
 
 def _float_fn(fn):
@@ -49,21 +72,110 @@ def _float_fn(fn):
     return f
 
 
-@pytest.mark.parametrize("name", sorted(CASES))
+@pytest.mark.parametrize("name", sorted(n.lower() for n in VALUE_OPS))
 def test_op(name):
-    fn, points, hand = CASES[name]
-    for xs in points:
+    fn = _on_values(name)
+    for xs in points(name):
         vs = [ad.Value(x) for x in xs]
         out = fn(*vs)
-        if name != "LEAF":
-            assert out._t.entry(out)[0] == _core.OPS[name], "wrong op recorded"
+        assert out._t.entry(out)[0] == _core.OPS[name.upper()], "wrong op recorded"
         out.backward()
         got = [v.grad for v in vs]
-        assert got == pytest.approx(hand(*xs), rel=1e-12, abs=1e-12)
+        value, partials = expected_grad(name, xs)
+        assert out.data == pytest.approx(value, rel=1e-15)
+        assert got == pytest.approx(partials, rel=1e-12, abs=1e-12)
         assert got == pytest.approx(central_diff(_float_fn(fn), xs), rel=1e-5, abs=1e-7)
         value, dual = dual_grad(fn, xs)
         assert out.data == pytest.approx(value, rel=1e-15)
         assert got == pytest.approx(dual, rel=1e-12, abs=1e-12)
+
+
+def test_leaf():
+    x = ad.Value(0.7)
+    x.backward()
+    assert x.grad == 1.0 and x._t.entry(x)[0] == _core.OPS["LEAF"]
+
+
+# how Arrays spell the rows Python has no spelling for
+ARRAY_SPELLING = {
+    "maximum": ad.maximum,
+    "minimum": ad.minimum,
+    "select": lambda x, m: ad.where(m != 0, x, 0.0),
+    "square": lambda x: x ** 2,
+    "lt": operator.lt,
+    "le": operator.le,
+    "eq": np.equal,
+    "ne": np.not_equal,
+}
+
+
+@pytest.mark.parametrize("name", sorted(RULES))
+def test_op_on_arrays(name):
+    """All the points at once as one array per operand: the values and a
+    seeded backward against the row on NumPy."""
+    columns = [np.array(c) for c in zip(*points(name))]
+    fn = ARRAY_SPELLING.get(name) or _on_values(name)
+    with ad.Tape() as t:
+        leaves = [ad.Array(columns[0])] + (
+            [np.array(columns[1])] if name == "select" else
+            [ad.Array(c) for c in columns[1:]])
+        out = fn(*leaves)
+        t.flush()
+        # (where(m, x, 0) is a SELECT and the ADD of the other side)
+        assert _core.OPS[name.upper()] in {t._c.op[i] for i in range(t.nflushed)}
+        rule = RULES[name]
+        want = np.asarray(rule.value(*operands(name, columns)), dtype=np.float64)
+        if name.upper() in COMPARISON_OPS:          # a mask: no derivative
+            np.testing.assert_array_equal(out.data, want != 0)
+            return
+        np.testing.assert_allclose(out.data, want, rtol=1e-14, atol=0)
+        seed = np.linspace(0.5, 1.5, out.shape[0])
+        out.backward(seed)
+        args = operands(name, columns)
+        for leaf, d in zip(leaves, rule.d):
+            if isinstance(leaf, ad.Array):
+                np.testing.assert_allclose(leaf.grad, seed * d(*args, want),
+                                           rtol=1e-12, atol=1e-15)
+
+
+def _kinked(rule, args):
+    return (rule.kink is not None and rule.kink(*args[:rule.arity]) == 0) or \
+        (rule.name.upper() in COMPARISON_OPS and args[0] == args[1])
+
+
+@pytest.mark.parametrize("name", sorted(RULES))
+def test_the_table_agrees_with_central_differences(name):
+    """The oracle checked the slow way: each first partial against central
+    differences of the value, each second partial against central
+    differences of the first partials (away from kinks and ties)."""
+    rule = RULES[name]
+    for xs in points(name):
+        args = list(operands(name, xs))
+        if _kinked(rule, args):
+            continue
+
+        def moved(k, h):
+            at = list(args)
+            at[k] += h
+            return at
+
+        def first(at):
+            v = rule.value(*at)
+            return [d(*at, v) for d in rule.d]
+
+        v = rule.value(*args)
+        d1 = [d(*args, v) for d in rule.d]
+        d2 = [dd(*args, v) for dd in rule.dd]       # xx[, xy, yy]
+        for k in range(rule.arity):
+            h = 1e-6 * max(1.0, abs(args[k]))
+            numeric = (rule.value(*moved(k, h)) - rule.value(*moved(k, -h))) / (2 * h)
+            assert d1[k] == pytest.approx(numeric, rel=1e-6, abs=1e-8), (name, k)
+            # the derivatives of the k-th first partial along each operand
+            up, down = first(moved(k, h)), first(moved(k, -h))
+            for j in range(rule.arity):
+                numeric = (up[j] - down[j]) / (2 * h)
+                exact = d2[{(0, 0): 0, (0, 1): 1, (1, 0): 1, (1, 1): 2}[j, k]]
+                assert exact == pytest.approx(numeric, rel=1e-5, abs=1e-7), (name, j, k)
 
 
 def test_reflected_and_fused_forms_agree_with_plain_ones():

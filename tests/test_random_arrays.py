@@ -1,6 +1,6 @@
 """Random array programs (hypothesis): values against NumPy running the same
 program, gradients against central differences; then a bounded profile of
-the differential fuzzer's array checks (bench/fuzz_arrays.py) and of its
+the differential fuzzer's array checks (pyautodiff/testing/fuzz_arrays.py) and of its
 reference itself against central differences."""
 import random
 
@@ -10,8 +10,8 @@ from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
 import pyautodiff as ad
 from pyautodiff import _core
-from bench import fuzz, fuzz_arrays
-from bench.dual_arrays import Reference
+from pyautodiff.testing import fuzz, fuzz_arrays
+from pyautodiff.testing.fuzz_arrays import FuzzReference
 
 # step -> (on Arrays, on ndarrays); safe domains by construction
 STEPS = {
@@ -76,7 +76,7 @@ def test_random_array_programs(prog, sa, sb, seed):
         np.testing.assert_allclose(leaves[k].grad, num, rtol=1e-4, atol=1e-6)
 
 
-# -- the differential fuzzer's array profile (python -m bench.fuzz --arrays) --------
+# -- the differential fuzzer's array profile (python -m pyautodiff.testing.fuzz --arrays)
 
 program_seeds = st.integers(0, 2**64 - 1)
 
@@ -97,7 +97,7 @@ def test_the_reference_gradients_agree_with_central_differences(seed):
     inputs = [np.array(p["data"], dtype=float) for op, _, p in prog.steps if op == "input"]
     assume(sum(x.size for x in inputs) <= 40)
     nodes, grads, near = fuzz_arrays.reference(prog.steps, prog.seed)
-    probe = Reference(None)
+    probe = FuzzReference(None)
     with np.errstate(all="ignore"):
         fuzz_arrays.run(prog.steps, probe)
     assume(nodes is not None and not near and not probe.on_kink)
@@ -105,7 +105,7 @@ def test_the_reference_gradients_agree_with_central_differences(seed):
 
     def f(xs):
         with np.errstate(all="ignore"):
-            out, _ = fuzz_arrays.run(prog.steps, Reference(None), xs)
+            out, _ = fuzz_arrays.run(prog.steps, FuzzReference(None), xs)
         return float(np.sum(out[-1].v * w))
 
     for k, x in enumerate(inputs):

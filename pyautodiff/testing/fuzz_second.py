@@ -1,23 +1,23 @@
 """Differential fuzzing of the tangent and second-order sweeps.
 
-The scalar fuzzer's random programs (bench/fuzz.py, without custom ops:
+The scalar fuzzer's random programs (fuzz_scalars.py, without custom ops:
 they have first-order rules only), differentiated twice: every column of
 the Hessian from ``ad.hvp`` and every directional derivative from
-``ad.jvp``, against hyper-dual numbers (bench/hyperdual.py, exact second
+``ad.jvp``, against hyper-dual numbers (hyperdual.py, exact second
 derivatives by forward mode, no code shared with the tape); then the same
 through ``ad.record`` replayed at moved inputs.
 
-``python -m bench.fuzz --kind second --examples N`` runs it.
+``python -m pyautodiff.testing.fuzz --kind second --examples N`` runs it.
 """
 import math
 import random
 import time
 
 import pyautodiff as ad
-from bench import fuzz
-from bench.hyperdual import HyperDual
+from . import fuzz_scalars
+from . import hyperdual
 
-OPS = sorted(name for name in fuzz.STEPS if name != "custom")
+OPS = sorted(name for name in fuzz_scalars.STEPS if name != "custom")
 
 
 def random_program(rng, max_steps=20, max_inputs=3):
@@ -29,21 +29,13 @@ def random_program(rng, max_steps=20, max_inputs=3):
 
 def program(steps):
     def f(*xs):
-        return fuzz.run_program(steps, list(xs))
+        return fuzz_scalars.run_program(steps, list(xs))
     return f
 
 
 def hyperdual_derivatives(steps, xs):
     """(value, gradient, Hessian) of the program at xs, by hyper-duals."""
-    k = len(xs)
-    value, grad = None, [0.0] * k
-    hess = [[0.0] * k for _ in range(k)]
-    for i in range(k):
-        for j in range(k):
-            out = fuzz.run_program(steps, [HyperDual(x, float(n == i), float(n == j))
-                                           for n, x in enumerate(xs)])
-            value, grad[i], hess[i][j] = out.a, out.b, out.d
-    return value, grad, hess
+    return hyperdual.hyperdual_derivatives(program(steps), xs)
 
 
 def usable(hess):
@@ -85,7 +77,7 @@ def disagreements(steps, xs):
     if problems is None:
         return None
     moved = [x * 0.9 + 0.05 for x in xs]
-    if fuzz.near_kink(steps, moved):
+    if fuzz_scalars.near_kink(steps, moved):
         return problems
     F = ad.record(f, *xs, argnum=argnum)
     replayed = compare(F.hvp, F.jvp, steps, moved, "replay")
@@ -99,7 +91,7 @@ def fuzz_second(examples, seed=0, max_steps=20, show=5, out=print):
     def cases():
         for _ in range(examples):
             steps, xs = random_program(rng, max_steps)
-            if fuzz.near_kink(steps, xs):
+            if fuzz_scalars.near_kink(steps, xs):
                 yield "kink", None, None
                 continue
             try:
@@ -109,7 +101,7 @@ def fuzz_second(examples, seed=0, max_steps=20, show=5, out=print):
             yield ("range" if problems is None else None), problems, \
                 (lambda: f"  program {steps}\n  inputs {xs}")
     t0 = time.perf_counter()
-    tried, skipped, bad = fuzz.tally(cases(), show, out)
+    tried, skipped, bad = fuzz_scalars.tally(cases(), show, out)
     out(f"{tried} programs' second derivatives tried "
         f"({skipped.get('kink', 0) + skipped.get('range', 0)} skipped on a kink "
         f"or out of range), {bad} disagreed, {time.perf_counter() - t0:.1f} s, "

@@ -18,7 +18,7 @@ construction (log of a positive node or of x*x + 0.5, ...).
 
 Each program is checked four ways:
 
-- every node's type, shape and value against ``bench.dual_arrays``, which
+- every node's type, shape and value against ``pyautodiff.testing.arrays``, which
   computes values with NumPy and derivatives by forward mode from each op's
   math (no code shared with the tape);
 - the gradients of every input after ``backward`` against the reference's
@@ -40,7 +40,8 @@ import numpy as np
 import pyautodiff as ad
 from pyautodiff import _core
 from pyautodiff._core import lib
-from bench.dual_arrays import COMPARISONS as NUMPY_COMPARISONS, Reference
+from .arrays import COMPARISONS as NUMPY_COMPARISONS, Reference
+from .fuzz_scalars import tally
 
 VALUE_RTOL = 1e-9       # rounding differs (libm vs NumPy, summation order)
 GRAD_RTOL = 1e-7
@@ -68,6 +69,18 @@ _sumsq_last = ad.custom_op(
     lambda g, out, x, c: (2.0 * c * x * np.expand_dims(g, -1), None))
 
 
+class FuzzReference(Reference):
+    """The reference with the custom ops of the programs, each a composite
+    of the oracle table's rows (its math, not its vjp)."""
+
+    def cube(self, a):
+        return self.mul(self.square(a), a)             # (a * a) * a
+
+    def mulsin(self, a, b):
+        return self.mul(a, self.sin(b))
+
+    def sumsq_last(self, a, c):
+        return self.mul(self.sum(self.square(a), axis=-1), c)
 
 
 class TapeOps:
@@ -349,7 +362,7 @@ class _Generator:
         self.nodes = []           # the reference's nodes, for shapes and values
         self.kinds = []           # "value" or "array"
         self.pos = []             # positive by construction
-        self.ref = Reference(None)
+        self.ref = FuzzReference(None)
         self.hub = None
         nd = rng.choice([0, 1, 1, 2, 2, 2, 3, 3])
         self.universe = tuple(rng.choice([1, 2, 2, 3, 3, 4]) for _ in range(nd))
@@ -919,7 +932,7 @@ def reference(steps, seed, inputs=None):
     came near a kink; None for the nodes where a value or tangent is not
     finite (an overflow)."""
     sizes = _input_sizes(steps)
-    R = Reference(sum(sizes))
+    R = FuzzReference(sum(sizes))
     with np.errstate(all="ignore"):
         nodes, _ = run(steps, R, inputs)
     if not all(np.all(np.isfinite(n.v)) and (n.d is None or np.all(np.isfinite(n.d)))
@@ -1061,7 +1074,6 @@ def _replay_problems(tape, prog, nodes, leaves):
 def fuzz(examples, seed=0, max_steps=12, show=5, out=print):
     """Check `examples` random programs; returns (tried, skipped, disagreed)
     with skipped a dict of reasons."""
-    from bench.fuzz import tally
     master = random.Random(seed)
 
     def cases():

@@ -1,12 +1,15 @@
 """Forward-mode dual arrays: a NumPy reference for array programs that shares
-no code with the tape (used by ``python -m bench.fuzz --kind arrays``).
+no code with the tape (used by ``python -m pyautodiff.testing.fuzz --kind arrays``).
 
 A ``DualArray`` holds a value ``v``, computed by NumPy, and the tangents
 ``d`` of that value with respect to every input element at once: ``d`` has
 shape ``(K,) + v.shape`` where K counts the elements of all inputs, so one
 forward pass gives the whole Jacobian, and a gradient is that Jacobian
-contracted with the output's seed.  Each tangent rule below is written from
-the op's math (d(x*y) = y dx + x dy, ...), not from the tape's rules.
+contracted with the output's seed.  The elementwise ops are the oracle
+table's rows (rules.py, ``Reference.apply``) with NumPy's broadcasting; the
+reductions, reshapes, indexing, joins, matrix products and logsumexp are
+written here, each from its math (d(a @ b) = da @ b + a @ db, ...), never
+from the tape's rules.
 
 Where an op is not differentiable the reference follows the conventions the
 tape documents (relu'(0) = 0, sign(0) = 0, ties of maximum and of max
@@ -14,6 +17,8 @@ reductions share the gradient evenly), so exact ties -- a node compared with
 itself -- are checked too.  Operands that come *near* a kink without sitting
 on it set ``near_kink``: there rounding alone can pick the other side.
 """
+import functools
+
 import numpy as np
 
 try:
@@ -22,9 +27,14 @@ except ImportError:          # NumPy < 2
     from numpy.core.numeric import normalize_axis_tuple
 
 
-# a comparison's symbol -> NumPy's function (also the fuzzer's table)
+from .rules import RULES
+
+# a comparison's symbol -> NumPy's function (the fuzzer's spellings)
 COMPARISONS = {"<": np.less, "<=": np.less_equal, ">": np.greater,
                ">=": np.greater_equal, "==": np.equal, "!=": np.not_equal}
+# ... and the table's row of it, with the operands swapped or not
+_COMPARISON_ROWS = {"<": ("lt", False), "<=": ("le", False), ">": ("lt", True),
+                    ">=": ("le", True), "==": ("eq", False), "!=": ("ne", False)}
 
 
 class DualArray:
@@ -50,13 +60,20 @@ def _axes(axis, ndim):
     return tuple(sorted(normalize_axis_tuple(axis, ndim)))
 
 
+def _magnitude(values):
+    """The scale of a kink's operands: their largest magnitude elementwise
+    (broadcast)."""
+    return functools.reduce(np.maximum, [np.abs(x) for x in values])
+
+
 def _squeeze_axes(x, axes):
     return x.reshape(tuple(n for k, n in enumerate(x.shape) if k not in axes))
 
 
 class Reference:
-    """The ops of the fuzzer's programs on DualArrays with k tangents each
-    (k None: values only).  Plain numbers and ndarrays are constants
+    """Array ops on DualArrays with k tangents each (k None: values only):
+    every row of the oracle table (``apply``), and the array functions the
+    fuzzer's programs use.  Plain numbers and ndarrays are constants
     wherever an operand goes."""
 
     def __init__(self, k, kink_tol=1e-7):
@@ -112,98 +129,77 @@ class Reference:
         if np.any(gap == 0):
             self.on_kink = True
 
-    # -- elementwise arithmetic --------------------------------------------------
+    # -- elementwise ops: the oracle table's rows -------------------------------
+
+    def apply(self, name, *operands):
+        """The elementwise op `name` of the table (rules.py) on operands
+        broadcast as NumPy broadcasts them: its value, and the chain rule
+        over the operands that carry tangents.  Where the op has a kink,
+        the distance of the operands to it is watched."""
+        rule = RULES[name]
+        xs = [self.lift(x) for x in operands]
+        vals = [x.v for x in xs]
+        if rule.kink is not None:
+            self._watch(rule.kink(*vals), _magnitude(vals))
+        v = np.asarray(rule.value(*vals), dtype=np.float64)
+        return self._combine(v, [(d(*vals, v), x) for d, x in zip(rule.d, xs)
+                                 if x.d is not None])
 
     def add(self, a, b):
-        a, b = self.lift(a), self.lift(b)
-        return self._combine(a.v + b.v, [(1.0, a), (1.0, b)])
+        return self.apply("add", a, b)
 
     def sub(self, a, b):
-        a, b = self.lift(a), self.lift(b)
-        return self._combine(a.v - b.v, [(1.0, a), (-1.0, b)])
+        return self.apply("sub", a, b)
 
     def mul(self, a, b):
-        a, b = self.lift(a), self.lift(b)
-        return self._combine(a.v * b.v, [(b.v, a), (a.v, b)])
+        return self.apply("mul", a, b)
 
     def div(self, a, b):
-        a, b = self.lift(a), self.lift(b)
-        v = a.v / b.v
-        return self._combine(v, [(1.0 / b.v, a), (-v / b.v, b)])
+        return self.apply("div", a, b)
 
     def pow(self, a, b):
-        """a ** b; the derivative in b (v log a) is taken only for a
-        variable b, whose base is positive by construction."""
-        a, b = self.lift(a), self.lift(b)
-        v = a.v ** b.v
-        terms = [(b.v * a.v ** (b.v - 1.0), a)]
-        if b.d is not None:
-            terms.append((v * np.log(a.v), b))
-        return self._combine(v, terms)
-
-    # -- elementwise math --------------------------------------------------------
-
-    def neg(self, a):
-        a = self.lift(a)
-        return self._combine(-a.v, [(-1.0, a)])
-
-    def abs(self, a):
-        a = self.lift(a)
-        self._watch(a.v, 1.0)
-        return self._combine(np.abs(a.v), [(np.sign(a.v), a)])
-
-    def relu(self, a):
-        a = self.lift(a)
-        self._watch(a.v, 1.0)
-        return self._combine(np.maximum(a.v, 0.0), [(a.v > 0, a)])
-
-    def tanh(self, a):
-        a = self.lift(a)
-        v = np.tanh(a.v)
-        return self._combine(v, [(1.0 - v * v, a)])
-
-    def exp(self, a):
-        a = self.lift(a)
-        v = np.exp(a.v)
-        return self._combine(v, [(v, a)])
-
-    def log(self, a):
-        a = self.lift(a)
-        return self._combine(np.log(a.v), [(1.0 / a.v, a)])
-
-    def sigmoid(self, a):
-        a = self.lift(a)
-        v = 1.0 / (1.0 + np.exp(-a.v))
-        return self._combine(v, [(v * (1.0 - v), a)])
-
-    def sin(self, a):
-        a = self.lift(a)
-        return self._combine(np.sin(a.v), [(np.cos(a.v), a)])
-
-    def cos(self, a):
-        a = self.lift(a)
-        return self._combine(np.cos(a.v), [(-np.sin(a.v), a)])
-
-    def sqrt(self, a):
-        a = self.lift(a)
-        v = np.sqrt(a.v)
-        return self._combine(v, [(0.5 / v, a)])
-
-    # -- elementwise choices -------------------------------------------------------
+        return self.apply("pow", a, b)
 
     def maximum(self, a, b):
-        a, b = self.lift(a), self.lift(b)
-        self._watch(a.v - b.v, np.maximum(np.abs(a.v), np.abs(b.v)))
-        tie = 0.5 * (a.v == b.v)
-        return self._combine(np.maximum(a.v, b.v), [((a.v > b.v) + tie, a),
-                                                     ((b.v > a.v) + tie, b)])
+        return self.apply("maximum", a, b)
 
     def minimum(self, a, b):
-        a, b = self.lift(a), self.lift(b)
-        self._watch(a.v - b.v, np.maximum(np.abs(a.v), np.abs(b.v)))
-        tie = 0.5 * (a.v == b.v)
-        return self._combine(np.minimum(a.v, b.v), [((a.v < b.v) + tie, a),
-                                                     ((b.v < a.v) + tie, b)])
+        return self.apply("minimum", a, b)
+
+    def neg(self, a):
+        return self.apply("neg", a)
+
+    def abs(self, a):
+        return self.apply("abs", a)
+
+    def relu(self, a):
+        return self.apply("relu", a)
+
+    def tanh(self, a):
+        return self.apply("tanh", a)
+
+    def exp(self, a):
+        return self.apply("exp", a)
+
+    def log(self, a):
+        return self.apply("log", a)
+
+    def sigmoid(self, a):
+        return self.apply("sigmoid", a)
+
+    def sin(self, a):
+        return self.apply("sin", a)
+
+    def cos(self, a):
+        return self.apply("cos", a)
+
+    def sqrt(self, a):
+        return self.apply("sqrt", a)
+
+    def square(self, a):
+        return self.apply("square", a)
+
+    # -- composites of the rows ----------------------------------------------------
 
     def clip(self, a, lo, hi):
         """np.clip's value; its derivative is that of minimum(maximum(a, lo), hi)."""
@@ -218,8 +214,9 @@ class Reference:
         return DualArray(np.asarray(np.clip(a.v, lo_v, hi_v), dtype=np.float64), out.d)
 
     def where(self, mask, a, b):
-        a, b = self.lift(a), self.lift(b)
-        return self._combine(np.where(mask, a.v, b.v), [(mask, a), (~mask, b)])
+        """a where mask holds, b elsewhere: select(a, mask) + select(b, ~mask)."""
+        mask = np.asarray(mask, dtype=bool)
+        return self.add(self.apply("select", a, mask), self.apply("select", b, ~mask))
 
     def select(self, cmp, a, b):
         """where(a CMP b, a, b); the choice flips where a meets b (a kink)."""
@@ -229,7 +226,9 @@ class Reference:
             # no tie convention here: the engine's own rounding of a and b
             # (a matrix product by another BLAS path) picks the side
             self.near_kink = True
-        mask = COMPARISONS[cmp](a.v, b.v)
+        name, swapped = _COMPARISON_ROWS[cmp]
+        x, y = (b, a) if swapped else (a, b)
+        mask = RULES[name].value(x.v, y.v) != 0
         return self.where(mask, a, b)
 
     # -- reductions ------------------------------------------------------------------
@@ -384,24 +383,6 @@ class Reference:
         lse, s = self._logsumexp_kept(a, axes)
         d = None if a.d is None else a.d - self._expected_tangent(a, s, axes)
         return DualArray(a.v - lse, d)
-
-    # -- the fuzzer's custom ops, from their math ------------------------------------
-
-    def cube(self, a):
-        a = self.lift(a)
-        return self._combine(a.v * a.v * a.v, [(3.0 * a.v * a.v, a)])
-
-    def mulsin(self, a, b):
-        a, b = self.lift(a), self.lift(b)
-        return self._combine(a.v * np.sin(b.v), [(np.sin(b.v), a),
-                                                 (a.v * np.cos(b.v), b)])
-
-    def sumsq_last(self, a, c):
-        """c * sum(a**2 over the last axis)."""
-        a = self.lift(a)
-        v = c * np.sum(a.v * a.v, axis=-1)
-        d = None if a.d is None else c * np.sum(2.0 * a.v * a.d, axis=-1)
-        return DualArray(np.asarray(v, dtype=np.float64), d)
 
 
 def _explicit(index, ndim):

@@ -1,8 +1,10 @@
 """A pure-Python reference scalar autodiff engine with micrograd's semantics.
 
-It is the "versus pure Python" baseline: as fast as plain Python allows
-without tricks, so a speedup measured against it is honest.  Two choices
-differ from micrograd for speed, not for results:
+It is the "versus pure Python" baseline of ``python -m pyautodiff`` (the
+demo) and of ``python -m bench``: as fast as plain Python allows without
+tricks, so a speedup measured against it is honest.  ``MLP`` is micrograd's
+network on it.  Two choices differ from micrograd for speed, not for
+results:
 
 * No closure per node.  Each node keeps its op label, operands and one
   auxiliary number; ``backward()`` dispatches on the label in one loop.
@@ -17,6 +19,8 @@ repeated one does too where the graphs have the same nodes, but here ``-``,
 interior grads they re-propagate differ.
 """
 import math
+
+from ..micrograd import nn
 
 
 class Value:
@@ -154,3 +158,23 @@ def _topological_order(root):
                 if child not in visited:
                     push(child)
     return topo
+
+
+# micrograd's nn on this engine: pyautodiff.micrograd.nn's network code
+# (micrograd's constructors, order of random draws and of arithmetic) with
+# this Value, so a seeded model has the same weights and does the same
+# arithmetic on every engine.
+
+class Neuron(nn.Neuron):
+    value_type = Value
+
+
+class Layer(nn.Layer):
+    neuron_type = Neuron
+
+
+class MLP(nn.MLP):
+    layer_type = Layer
+
+
+Module = nn.Module

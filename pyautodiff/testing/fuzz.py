@@ -1,0 +1,57 @@
+"""Differential fuzzing of the tape against the independent oracles.
+
+``python -m pyautodiff.testing.fuzz [--kind scalars|arrays|second|all]
+[--examples N] [--seed S]`` (``python -m bench.fuzz`` in a checkout) runs N
+random programs of each kind and reports how many were tried, skipped and
+how many disagreed; the exit status is 1 if any disagreed.  The kinds:
+
+- scalars (fuzz_scalars.py): Value programs against dual numbers, and C
+  replays at the recorded and at new inputs;
+- arrays (fuzz_arrays.py): Array and mixed programs against the NumPy
+  forward-mode reference (arrays.py), and C replays;
+- second (fuzz_second.py): Hessian-vector and Jacobian-vector products of
+  the scalar programs against hyper-dual numbers, eagerly and replayed.
+"""
+import argparse
+import random
+import sys
+
+from . import fuzz_arrays, fuzz_scalars, fuzz_second
+
+
+def main(argv=None, prog="python -m pyautodiff.testing.fuzz"):
+    ap = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
+    ap.add_argument("--examples", type=int, default=10_000,
+                    help="programs of each kind (default 10000)")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--kind", choices=("scalars", "arrays", "second", "all"),
+                    default="scalars",
+                    help="scalar Value programs (default), array programs "
+                         "(fuzz_arrays.py), second derivatives of scalar "
+                         "programs (fuzz_second.py), or all three")
+    ap.add_argument("--arrays", action="store_const", const="arrays", dest="kind",
+                    help="the same as --kind arrays")
+    ap.add_argument("--max-steps", type=int, default=None,
+                    help="most steps of a program (default 30 scalar, 12 array)")
+    ap.add_argument("--program", type=int, metavar="SEED",
+                    help="print the array program of this seed (as reported "
+                         "with a disagreement) and what its checks find")
+    cfg = ap.parse_args(argv)
+    if cfg.program is not None:
+        program = fuzz_arrays.random_program(random.Random(cfg.program),
+                                             cfg.max_steps or 12)
+        print(program)
+        print(fuzz_arrays.check(program))
+        return 0
+    bad = 0
+    if cfg.kind in ("scalars", "all"):
+        bad += fuzz_scalars.fuzz_scalars(cfg.examples, cfg.seed, cfg.max_steps or 30)[2]
+    if cfg.kind in ("arrays", "all"):
+        bad += fuzz_arrays.fuzz(cfg.examples, cfg.seed, cfg.max_steps or 12)[2]
+    if cfg.kind in ("second", "all"):
+        bad += fuzz_second.fuzz_second(cfg.examples, cfg.seed, cfg.max_steps or 20)[2]
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,255 @@
+"""The oracles' op table: what every elementwise op computes and its first
+and second partial derivatives, one row per op, written from the math.
+
+The dual numbers (dual.py), the hyper-dual numbers (hyperdual.py) and the
+NumPy forward-mode reference (arrays.py) all read these rows and nothing
+else, so an op's derivative is written once for every oracle.  The rows are
+calculus, not a copy of pyautodiff: never derive them from csrc/rules.h or
+from the package's code, or the oracles stop being independent.  Row names
+are the C ops' names (lowercase) so that a test can check that every op of
+the C enum has a row here or is listed as not elementwise.
+
+A row is a ``Rule``.  Its functions take the operands' values: ``(x,)`` for
+a unary op, ``(x, y)`` for a binary one, and ``(x, c)`` for a binary op
+with a constant c on one side (only x carries a derivative); the partials
+take the op's value ``v`` too:
+
+    value(*operands) -> v
+    d  = (dv/dx[, dv/dy])                    each f(*operands, v)
+    dd = (d2v/dx2[, d2v/dxdy, d2v/dy2])      each f(*operands, v)
+
+The same functions run on plain floats (Python's math module: a domain
+error or an overflow raises) and on ndarrays (NumPy's functions and
+broadcasting: infinities and NaNs).  An oracle evaluates a partial only
+where the operand it belongs to carries a tangent, so d/dy of x ** y (which
+takes log x) is never asked of a constant exponent.  Where a partial is an
+absolute zero times something infinite at a limit (d/dx x ** 0 at x = 0),
+the row says 0 (``_times``).
+
+``method`` is how Python code writes the op on a number type: a dunder
+(``__add__``; a binary op's reflected form follows) or a method name
+(``tanh``); None where Python has no spelling for it (maximum, the mask of
+a selection, the comparisons, whose Python forms give bools).  ``kink`` is
+where the derivative jumps, as a function of the operands that is 0 there;
+the conventions at a kink are the ones pyautodiff documents: relu'(0) = 0,
+abs'(0) = 0, ties of maximum and minimum split the derivative in halves.
+
+Ops that are not elementwise (reductions, reshapes, indexing, matrix
+products, logsumexp) are the array reference's methods (arrays.py).
+"""
+import math
+import operator
+
+import numpy as np
+
+
+# -- the math the rows are written in, for plain floats and ndarrays alike --------
+
+def _elementwise(scalar, array):
+    def fn(x):
+        return array(x) if isinstance(x, np.ndarray) else scalar(x)
+    fn.__name__ = array.__name__
+    return fn
+
+
+exp = _elementwise(math.exp, np.exp)
+log = _elementwise(math.log, np.log)
+tanh = _elementwise(math.tanh, np.tanh)
+sin = _elementwise(math.sin, np.sin)
+cos = _elementwise(math.cos, np.cos)
+sqrt = _elementwise(math.sqrt, np.sqrt)
+
+
+def _any_array(*xs):
+    for x in xs:
+        if isinstance(x, np.ndarray):
+            return True
+    return False
+
+
+def where(cond, a, b):
+    """a where cond holds, else b (both already computed)."""
+    if _any_array(cond, a, b):
+        return np.where(cond, a, b)
+    return a if cond else b
+
+
+def maximum(x, y):
+    """The larger; a NaN operand wins, as in NumPy."""
+    if _any_array(x, y):
+        return np.maximum(x, y)
+    return x if x >= y or x != x else y
+
+
+def minimum(x, y):
+    """The smaller; a NaN operand wins, as in NumPy."""
+    if _any_array(x, y):
+        return np.minimum(x, y)
+    return x if x <= y or x != x else y
+
+
+def _step(cond):
+    """1.0 where cond holds, else 0.0."""
+    return 1.0 * cond
+
+
+def _sign(x):
+    return _step(x > 0) - _step(x < 0)
+
+
+def _times(k, fn, *args):
+    """k * fn(*args), exactly 0 where k is 0: the limit of a partial that
+    is 0 times an infinite fn there.  fn is not called for a float k == 0
+    (0.0 ** -1 raises)."""
+    if _any_array(k, *args):
+        with np.errstate(all="ignore"):
+            return np.where(k == 0, 0.0, k * fn(*args))
+    return 0.0 if k == 0 else k * fn(*args)
+
+
+def _sigmoid(x):
+    e = exp(-abs(x))                # never overflows
+    return where(x >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
+
+
+# -- the table ------------------------------------------------------------------------
+
+class Rule:
+    """One op of the table (see the module docstring).  constant: None, or
+    the side of the binary op where the constant c sits ("right": x op c,
+    "left": c op x)."""
+
+    __slots__ = ("name", "arity", "value", "d", "dd", "method", "kink", "constant")
+
+    def __init__(self, name, arity, value, d, dd, method=None, kink=None,
+                 constant=None):
+        self.name = name
+        self.arity = arity
+        self.value = value
+        self.d = d
+        self.dd = dd
+        self.method = method
+        self.kink = kink
+        self.constant = constant
+
+    def __repr__(self):
+        return f"Rule({self.name!r})"
+
+
+def _c(k):
+    """A partial that is the constant k."""
+    return lambda *operands_and_value: k
+
+
+_0 = _c(0.0)
+
+_ROWS = [
+    # name, value,
+    #   (dv/dx, dv/dy),
+    #   (d2v/dx2, d2v/dxdy, d2v/dy2),                               Python
+    Rule("add", 2, lambda x, y: x + y,
+         (_c(1.0), _c(1.0)),
+         (_0, _0, _0),                                              "__add__"),
+    Rule("sub", 2, lambda x, y: x - y,
+         (_c(1.0), _c(-1.0)),
+         (_0, _0, _0),                                              "__sub__"),
+    Rule("mul", 2, lambda x, y: x * y,
+         (lambda x, y, v: y, lambda x, y, v: x),
+         (_0, _c(1.0), _0),                                         "__mul__"),
+    Rule("div", 2, lambda x, y: x / y,
+         (lambda x, y, v: 1.0 / y, lambda x, y, v: -v / y),
+         (_0, lambda x, y, v: -1.0 / (y * y),
+          lambda x, y, v: 2.0 * v / (y * y)),                       "__truediv__"),
+    # x ** y: d/dx is 0 for y = 0 (a constant), d/dy is 0 where x ** y is
+    # (x = 0 < y), whatever the infinite factor next to the 0
+    Rule("pow", 2, lambda x, y: x ** y,
+         (lambda x, y, v: _times(y, operator.pow, x, y - 1.0),
+          lambda x, y, v: _times(v, log, x)),
+         (lambda x, y, v: _times(y * (y - 1.0), operator.pow, x, y - 2.0),
+          lambda x, y, v: x ** (y - 1.0) * (1.0 + y * log(x)),
+          lambda x, y, v: _times(v, lambda x: log(x) ** 2, x)),    "__pow__"),
+    Rule("maximum", 2, maximum,
+         (lambda x, y, v: _step(x > y) + 0.5 * _step(x == y),
+          lambda x, y, v: _step(y > x) + 0.5 * _step(x == y)),
+         (_0, _0, _0), kink=lambda x, y: x - y),
+    Rule("minimum", 2, minimum,
+         (lambda x, y, v: _step(x < y) + 0.5 * _step(x == y),
+          lambda x, y, v: _step(y < x) + 0.5 * _step(x == y)),
+         (_0, _0, _0), kink=lambda x, y: x - y),
+    # x where the mask m is nonzero, else 0: m is a mask, not a variable
+    Rule("select", 2, lambda x, m: where(m != 0, x, 0.0),
+         (lambda x, m, v: _step(m != 0), _0),
+         (_0, _0, _0)),
+    # comparisons: 1.0 or 0.0, constant wherever they are differentiable
+    Rule("lt", 2, lambda x, y: _step(x < y), (_0, _0), (_0, _0, _0)),
+    Rule("le", 2, lambda x, y: _step(x <= y), (_0, _0), (_0, _0, _0)),
+    Rule("eq", 2, lambda x, y: _step(x == y), (_0, _0), (_0, _0, _0)),
+    Rule("ne", 2, lambda x, y: _step(x != y), (_0, _0), (_0, _0, _0)),
+
+    # name, value, (dv/dx,), (d2v/dx2,)                            Python
+    Rule("neg", 1, lambda x: -x, (_c(-1.0),), (_0,),               "__neg__"),
+    Rule("abs", 1, abs, (lambda x, v: _sign(x),), (_0,),           "__abs__",
+         kink=lambda x: x),
+    Rule("relu", 1, lambda x: maximum(x, 0.0),
+         (lambda x, v: _step(x > 0),), (_0,),                      "relu",
+         kink=lambda x: x),
+    Rule("tanh", 1, tanh,
+         (lambda x, v: 1.0 - v * v,),
+         (lambda x, v: -2.0 * v * (1.0 - v * v),),                 "tanh"),
+    Rule("exp", 1, exp, (lambda x, v: v,), (lambda x, v: v,),      "exp"),
+    Rule("log", 1, log,
+         (lambda x, v: 1.0 / x,),
+         (lambda x, v: -1.0 / (x * x),),                           "log"),
+    Rule("sigmoid", 1, _sigmoid,
+         (lambda x, v: v * (1.0 - v),),
+         (lambda x, v: v * (1.0 - v) * (1.0 - 2.0 * v),),          "sigmoid"),
+    Rule("sin", 1, sin, (lambda x, v: cos(x),), (lambda x, v: -v,), "sin"),
+    Rule("cos", 1, cos, (lambda x, v: -sin(x),), (lambda x, v: -v,), "cos"),
+    Rule("sqrt", 1, sqrt,
+         (lambda x, v: 0.5 / v,),
+         (lambda x, v: -0.25 / (v * v * v),),                      "sqrt"),
+    Rule("square", 1, lambda x: x * x, (lambda x, v: 2.0 * x,), (_c(2.0),)),
+]
+
+
+def _with_constant(name, of, side):
+    """The binary rule `of` with a constant c on `side`: x op c ("right")
+    or c op x ("left"), as a rule of (x, c).  It reads the binary row at
+    each call, so a change to that row is a change to this one."""
+    binary = RULES[of]
+    if side == "right":
+        return Rule(name, 1, lambda x, c: binary.value(x, c),
+                    (lambda x, c, v: binary.d[0](x, c, v),),
+                    (lambda x, c, v: binary.dd[0](x, c, v),),
+                    binary.method, constant=side)
+    return Rule(name, 1, lambda x, c: binary.value(c, x),
+                (lambda x, c, v: binary.d[1](c, x, v),),
+                (lambda x, c, v: binary.dd[2](c, x, v),),
+                binary.method, constant=side)
+
+
+RULES = {rule.name: rule for rule in _ROWS}
+
+# the binary ops with a constant operand, each a row of its own
+for _name, _of, _side in [("addc", "add", "right"), ("mulc", "mul", "right"),
+                          ("divc", "div", "right"), ("rsubc", "sub", "left"),
+                          ("rdivc", "div", "left"), ("powc", "pow", "right"),
+                          ("rpowc", "pow", "left")]:
+    RULES[_name] = _with_constant(_name, _of, _side)
+del _name, _of, _side
+
+
+def spelled(rule):
+    """The op as Python code writes it, a function of the rule's operands:
+    ``spelled(RULES["rsubc"])(x, c)`` is ``c - x`` on whatever x is (a
+    dual number, a pyautodiff Value ...).  None where Python has no
+    spelling for the op."""
+    name = rule.method
+    if name is None:
+        return None
+    if not name.startswith("__"):
+        return operator.methodcaller(name)
+    fn = getattr(operator, name.strip("_"))
+    if rule.constant == "left":
+        return lambda x, c: fn(c, x)
+    return fn
