@@ -14,8 +14,10 @@ from .array import (Array, clip, concatenate, expand_dims, log_softmax,
                     logsumexp, matmul, maximum, minimum, reshape, softmax,
                     squeeze, stack, transpose, where)
 from .extern import custom_op
-from .functions import (abs, cos, exp, log, max, mean, min, relu, sigmoid,
-                        sin, sqrt, sum, tanh)
+from . import functions
+# ad.abs, ad.exp ... (one per row of the op table, ops.py, that names a
+# function), and ad.sum, mean, max, min
+from .functions import *  # noqa: F401,F403
 from .viz import draw_dot
 from .functional import grad, hessian, hvp, jacobian, jvp, value_and_grad, vjp
 from .testing import check_grad
@@ -34,7 +36,7 @@ __all__ = [
     # minimization, with scipy or in C
     "minimize",
     # elementwise math, for Values, Arrays and plain numbers/ndarrays
-    "abs", "cos", "exp", "log", "relu", "sigmoid", "sin", "sqrt", "tanh",
+    *functions.ELEMENTWISE,
     # array functions with NumPy's signatures
     "sum", "mean", "max", "min", "matmul", "reshape", "transpose",
     "expand_dims", "squeeze", "concatenate", "stack", "maximum", "minimum",

@@ -19,10 +19,12 @@ except ImportError:          # NumPy < 2
 
 from . import _core, buffers
 from ._core import TapeError, ffi, lib
+from ._generated import array_operators, link
 from .extern import ExternRule, record_extern
+from .ops import BINARY, ELEMENTWISE, ROWS, UNARY
 from .tape import (DETACHED, NO_GRAD, current_tape, recording_tape, state,
                    warn_detached)
-from .value import BINARY, COMPARISONS, UNARY, Value, _indent
+from .value import COMPARISONS, Value
 
 OPS = _core.OPS
 
@@ -522,7 +524,7 @@ def _append(t, obj, op, a, b, imm, arr, variable=True, same_shape=False,
     val = _from_buffer(_DOUBLES, arr) if arr.size else _values_pointer(t, arr)
     nodes = t.nodes
     i = len(nodes)
-    try:                              # (see RESULT_STEPS)
+    try:                              # (see RESULT_STEPS in codegen.py)
         if same_shape:
             status = _array_op(t._c, op, a, b, imm, val)
         else:
@@ -551,123 +553,12 @@ def _append(t, obj, op, a, b, imm, arr, variable=True, same_shape=False,
     return _settle_entry(t, obj, arr.size if owned else 0, i)
 
 
-# The steps that make `out` the Array of the entry just appended, entry
-# i = len(nodes) of t (nodes is t.nodes), whose values are set already: a
-# row of `pool`, or not (pool None).  (nflushed: the entry is in C.)
-KEEP_STEPS = """\
-out._t = t
-out._p = pool
-out._i = i
-nodes.append(out)
-t.nflushed = i + 1
-"""
-# Then, the entry kept: room in the record buffer, as scalars have.
-SPILL_STEPS = """\
-if i >= t.array_limit:
-    t.spill()
-"""
-
-# The steps that record `out`, the result of entry (op, a, b, imm) of
-# shape `{shape}`, computed by C: a small result is the next row of `pool`,
-# the pool of its shape on t (False for a shape not pooled).  Every
-# operation on arrays runs them, so they are inlined into the generated
-# operators (_install), where two calls would cost a fifth of an operation
-# on a small array, and compiled once as _result() for everything else.
-# A small result in operand a's shape takes ad_array_row (C takes the
-# shape from a, and its status says whether the result holds a NaN or an
-# infinity), any other small one ad_array_append with its shape and its
-# row's address, a big one ad_array_op or ad_array_append (_append).
-# `bad` is then nonzero for such a result.  An exception between the C
-# call and the entry's keeping (an error from C, a KeyboardInterrupt
-# landing between two steps) drops what C appended (Tape.drop_unkept), so
-# that the C tape and `nodes` still agree (the try costs next to nothing
-# when nothing is raised).  The row counts as taken only once its result
-# is kept, and the block's last row is followed by a fresh block only
-# then, when compacting the tape is safe.
-RESULT_STEPS = """\
-if pool:
-    nodes = t.nodes
-    i = len(nodes)
-    if i != t.nflushed:
-        t.flush()
-    j = pool.next
-    try:
-        status = {append}
-        if status > 0:
-            _core.check(status, t._c)
-        bad = {bad}
-        out = _object_new(Array)
-        out._b = pool.block
-        out._j = j
-""" + _indent(KEEP_STEPS, 8) + """\
-    except BaseException:
-        t.drop_unkept(i)
-        raise
-""" + _indent(SPILL_STEPS, 4) + """\
-    if j == _POOL_ROWS - 1:
-        pool.refill(t)
-    else:
-        pool.next = j + 1
-else:
-    out = _append(t, _object_new(Array), {op}, {a}, {b}, {imm},
-                  buffers.empty({shape}), True, {same})
-    bad = t._c.last_nonfinite
-"""
-_SHAPE_ARGS = ",\n        len({shape}), ffi.new('int64_t[]', {shape})"
-
-
-# The steps that set `index` to the entry of Array x, recorded on another
-# tape than t, on t: x's leaf on t from t.adopt(x), or without that call
-# for an Array that t has imported before (the common case, a parameter
-# used in a tape's block or in another thread: adopt has checked where it
-# comes from, and the tape must still be open).
-IMPORTED_STEPS = """\
-{index} = t.imports.get(id({x}))
-if {index} is None or {x}._t.closed:
-    {index} = t.adopt({x})._i
-else:
-    {index} = {index}[1]._i
-"""
-
-
-def _result_steps(op, a, b, imm, same, spaces, shape="shape"):
-    same_shape = same == "True"
-    append = (f"_array_row(t._c, {op}, {a}, {b}, {imm}, pool.base, j)" if same_shape
-              else f"_array_append(t._c, {op}, {a}, {b}, {imm}, pool.base + j * pool.size"
-              + _SHAPE_ARGS.format(shape=shape) + ")")
-    steps = RESULT_STEPS.format(op=op, a=a, b=b, imm=imm, same=same, shape=shape,
-                                append=append,
-                                bad="status" if same_shape else "t._c.last_nonfinite")
-    return _indent(steps, spaces)
-
-
-def _compile(src, name):
-    scope = {}
-    exec(src, globals(), scope)
-    return scope[name]
-
-
-_keep_entry = _compile(
-    "def _keep_entry(t, out, arr, nodes, i, pool=None):\n"
-    '    """out becomes the Array of the entry just appended, with values arr."""\n'
-    + _indent("out._v = arr\n" + KEEP_STEPS, 4), "_keep_entry")
-
-_settle_entry = _compile(
-    "def _settle_entry(t, out, size, i):\n"
-    '    """After _keep_entry: size values counted, room in the record buffer."""\n'
-    + _indent("t.count_elements(size)\n" + SPILL_STEPS, 4) + "    return out\n",
-    "_settle_entry")
-
-_result = _compile(
-    "def _result(t, op, a, b, imm, shape, same_shape=False):\n"
-    '    """A new Array: the result of entry (op, a, b, imm), of this shape\n'
-    '    (the shape of operand a when same_shape), computed by C."""\n'
-    "    pool = _pool_of(t, shape)\n"
-    "    if same_shape:\n"
-    + _result_steps("op", "a", "b", "imm", "True", 8)
-    + "    else:\n"
-    + _result_steps("op", "a", "b", "imm", "False", 8)
-    + "    return out\n", "_result")
+# The steps that keep a result as the Array of its entry, and _result,
+# which records one: generated (codegen.py's KEEP_STEPS, SPILL_STEPS and
+# RESULT_STEPS, which the operators inline), run here.
+_keep_entry = link(array_operators._keep_entry, globals())
+_settle_entry = link(array_operators._settle_entry, globals())
+_result = link(array_operators._result, globals())
 
 
 def _new(t, op, a, b, imm, shape, numpy_equivalent=None, same_shape=False):
@@ -754,9 +645,8 @@ def _binary(self, other, name):
                 lambda: _detached_binary(self, other, name))
 
 
-REFLECTED_OF = {"__radd__": "__add__", "__rsub__": "__sub__",
-                "__rmul__": "__mul__", "__rtruediv__": "__truediv__",
-                "__rpow__": "__pow__"}
+# a reflected method: the operator it records with its operands swapped
+REFLECTED_OF = {op.reflected: op.method for op in ELEMENTWISE if op.reflected}
 
 
 def _unary(self, name):
@@ -821,20 +711,10 @@ def _plain(x):
     return x._d if isinstance(x, (Array, Value)) else x
 
 
-_NUMPY_BINARY = {"__add__": np.add, "__sub__": np.subtract, "__mul__": np.multiply,
-                 "__truediv__": np.divide, "__pow__": np.power}
-def _numpy_sigmoid(x):
-    x = np.asarray(x, dtype=np.float64)
-    e = np.exp(-np.abs(x))           # never overflows
-    return np.where(x >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
-
-
-# NumPy's version of each unary method, for plain numbers and ndarrays
-# (ad.exp & co.), no_grad, and NumPy's warnings
-NUMPY_UNARY = {"__neg__": np.negative, "__abs__": np.abs, "exp": np.exp,
-               "log": np.log, "tanh": np.tanh, "sin": np.sin, "cos": np.cos,
-               "sqrt": np.sqrt, "relu": lambda x: np.maximum(x, 0.0),
-               "sigmoid": _numpy_sigmoid}
+# NumPy's version of each method (the op table's), for plain numbers and
+# ndarrays (ad.exp & co.), no_grad, and NumPy's warnings
+_NUMPY_BINARY = {op.method: op.numpy for op in ELEMENTWISE if op.reflected}
+NUMPY_UNARY = {name: ROWS[op].numpy for name, op in UNARY.items()}
 
 
 def _detached_binary(self, other, name):
@@ -843,96 +723,19 @@ def _detached_binary(self, other, name):
     return _detached(_NUMPY_BINARY[name](self._d, _plain(other)))
 
 
-def _binary_source(name):
-    """Array's operator `name`.  The common cases (an Array of the same
-    shape, a Python number) record inline (RESULT_STEPS), the rest go
-    through _binary.  (x._v is read only where x has no pool, so its
-    values are set: see Array._d.)"""
-    vv_op, vc_op, cexpr = BINARY[name]
-    c = "-float(other)" if cexpr == "-other" else "float(other)"
-    op = f"_SQUARE if c == 2.0 else {OPS[vc_op]}" if vc_op == "POWC" else str(OPS[vc_op])
-    src = (f"def {name}(self, other):\n"
-           "    t = state.rec\n"
-           "    if self._t is t and t is not NO_GRAD:\n"
-           "        pool = self._p or _pool_of(t, self._v.shape)\n"
-           "        cls = other.__class__\n"
-           "        if cls is float or cls is int:\n"
-           f"            c = {c}\n"
-           f"            op = {op}\n"
-           + _result_steps("op", "self._i", "-1", "c", "True", 12, "self._v.shape"))
-    if vv_op:
-        # (the same pool: the same shape, known without making tuples; a
-        # pool's shape is a tuple already made)
-        src += ("        elif cls is Array and (other._p is pool or (\n"
-                "                other._p.shape if other._p else other._v.shape) == (\n"
-                "                pool.shape if pool else self._v.shape)):\n"
-                "            if other._t is t:\n"
-                "                b = other._i\n"
-                "            else:\n"
-                + _indent(IMPORTED_STEPS.format(x="other", index="b"), 16) +
-                f"            op = {OPS[vv_op]}\n"
-                + _result_steps("op", "self._i", "b", "0.0", "True", 12, "self._v.shape"))
-    src += ("        else:\n"
-            f"            return _binary(self, other, {name!r})\n"
-            "        if bad:\n"
-            "            _nonfinite(out, op, _detached_binary, self, other, "
-            f"{name!r})\n"
-            "        return out\n"
-            f"    return _binary(self, other, {name!r})\n")
-    return src
+def unary_function(fname, methods, otherwise):
+    """The module function ad.<fname> (generated: codegen.py's
+    _function_maker), or None where the generated code has none yet: an
+    Array recording here is recorded by the unary method's own steps,
+    inlined; an object of a class in methods by methods[its class](x);
+    anything else by otherwise(x)."""
+    make = array_operators.FUNCTIONS.get(fname)
+    return None if make is None else link(make, globals())(methods, otherwise)
 
 
-def _unary_steps(name, spaces):
-    """The steps of Array's unary method `name` that record self, an Array
-    on t, the recording tape, and return the result."""
-    op = OPS[UNARY[name]]
-    return _indent("pool = self._p or _pool_of(t, self._v.shape)\n"
-                   + _result_steps(str(op), "self._i", "-1", "0.0", "True", 0,
-                                   "self._v.shape")
-                   + "if bad:\n"
-                   f"    _nonfinite(out, {op}, NUMPY_UNARY[{name!r}], self._d)\n"
-                   "return out\n", spaces)
-
-
-def _unary_source(name):
-    return (f"def {name}(self):\n"
-            "    t = state.rec\n"
-            "    if self._t is t and t is not NO_GRAD:\n"
-            + _unary_steps(name, 8)
-            + f"    return _unary(self, {name!r})\n")
-
-
-def unary_function(fname, name, methods, otherwise):
-    """The module function `fname` (ad.tanh) for Array's unary method
-    `name`: an Array recording here is recorded by the method's own steps,
-    inlined (a call fewer: ad.tanh(x) is as common as x.tanh(), and a call
-    costs a good part of an operation on a small array); an object of a
-    class in methods by methods[its class](x); anything else by
-    otherwise(x)."""
-    src = ("def make(_methods, _otherwise):\n"
-           f"    def {fname}(x):\n"
-           "        self = x\n"
-           "        cls = self.__class__\n"
-           "        if cls is Array:\n"
-           "            t = state.rec\n"
-           "            if self._t is t and t is not NO_GRAD:\n"
-           + _unary_steps(name, 16)
-           + "        m = _methods.get(cls)\n"
-           "        if m is not None:\n"
-           "            return m(self)\n"
-           "        return _otherwise(self)\n"
-           f"    return {fname}\n")
-    return _compile(src, "make")(methods, otherwise)
-
-
-def _install():
-    for name in BINARY:
-        setattr(Array, name, _compile(_binary_source(name), name))
-    for name in UNARY:
-        setattr(Array, name, _compile(_unary_source(name), name))
-
-
-_install()
+# the operators, generated from the op table (codegen.py), run here
+for _name in array_operators.OPERATORS:
+    setattr(Array, _name, link(getattr(array_operators, _name), globals()))
 Array.abs = Array.__abs__         # a.abs(), as NumPy's abs(a)
 
 

@@ -9,15 +9,16 @@ import numpy as np
 
 from . import array as _array
 from .array import Array
+from .ops import ELEMENTWISE, REFLECTED
 from .tape import differentiated, warn_detached
-from .value import REFLECTED, Value
+from .value import Value
 
-_BINARY_UFUNCS = {np.add: "__add__", np.subtract: "__sub__",
-                  np.multiply: "__mul__", np.divide: "__truediv__",
-                  np.power: "__pow__"}
-_UNARY_UFUNCS = {np.negative: "__neg__", np.absolute: "__abs__", np.exp: "exp",
-                 np.log: "log", np.tanh: "tanh", np.sin: "sin", np.cos: "cos",
-                 np.sqrt: "sqrt"}
+# NumPy's ufunc of each operator and unary method of the op table's: the
+# method records it (the ops whose NumPy function is no ufunc, relu and
+# sigmoid, NumPy cannot dispatch)
+_BINARY_UFUNCS = {op.numpy: op.method for op in ELEMENTWISE if op.reflected}
+_UNARY_UFUNCS = {op.numpy: op.method for op in ELEMENTWISE
+                 if op.method and not op.reflected and isinstance(op.numpy, np.ufunc)}
 _OTHER_UFUNCS = {np.maximum: _array.maximum, np.minimum: _array.minimum,
                  np.matmul: _array.matmul,
                  # comparisons: masks of 1.0/0.0, recorded, no gradient

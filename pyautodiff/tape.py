@@ -51,6 +51,7 @@ import numpy as np
 
 from . import _core, buffers
 from ._core import TapeError, ffi, lib
+from ._generated import link, tape_steps
 
 SPILL_EVERY = 1 << 15      # records buffered in Python before a flush to C
 BLOCKS_AHEAD = 256         # array blocks grown ahead of the recording path
@@ -95,35 +96,10 @@ class _ThreadState(threading.local):
 state = _ThreadState()
 
 
-# The steps that record one entry as object `out` with value d.  They are
-# inlined into every generated operator in value.py, where a function call
-# would cost a third of the operation, and compiled once as record_into()
-# for everything else.  The record is packed before the node is kept, so a
-# value that is no float (a huge int) raises with nothing recorded.
-RECORD_STEPS = """\
-out._d = d
-out._t = t
-n = t.nodes
-out._i = i = len(n)
-_pack_into(t.buf, i << 5, {op}, {a}, {b}, {flags}, {imm}, d)
-n.append(out)
-if i >= t.limit:
-    t.spill(out)
-"""
+# One entry on tape t as object `out` (generated: RECORD_STEPS in
+# codegen.py, the steps that Value's operators inline).
+record_into = link(tape_steps.record_into, globals())
 _new = object.__new__
-
-
-def _compile_record_into():
-    body = RECORD_STEPS.format(op="op", a="a", b="b", imm="imm", flags="flags")
-    src = ("def record_into(t, out, op, a, b, imm, d, flags=0):\n"
-           + "".join("    " + line + "\n" for line in body.splitlines())
-           + "    return out\n")
-    scope = {"_pack_into": _pack_into}
-    exec(src, scope)
-    return scope["record_into"]
-
-
-record_into = _compile_record_into()
 
 
 def _refcount_base():
@@ -304,7 +280,7 @@ class Tape:
 
     def record(self, cls, op, a, b, imm, d, flags=0):
         """Append one entry and return its new object of class cls (the
-        generated operators in value.py inline the same RECORD_STEPS)."""
+        generated operators of Value's inline the same steps)."""
         self._check_open()
         return record_into(self, _new(cls), op, a, b, imm, d, flags)
 

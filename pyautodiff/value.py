@@ -1,13 +1,14 @@
 """``ad.Value``: a scalar whose operations are recorded on the tape.
 
-The operators are generated from two tables (``BINARY`` and ``UNARY``) and
-one expression per op (``EXPR``), so every operator records the same way and
-the arithmetic of an op is written once.  Each generated operator has a fast
-path for the common case -- both operands Values on the tape being recorded,
-or a Value and a plain int/float -- that computes the result in Python and
-inlines ``tape.RECORD_STEPS``; everything else (NumPy scalars, Values from an
-enclosing tape, ``no_grad``, errors) goes through ``_slow_binary`` and
-``_slow_unary``.
+The operators are generated from the op table (ops.py: one row per op,
+with its value on plain numbers) into pyautodiff/_generated/
+value_operators.py, so every operator records the same way and the
+arithmetic of an op is written once.  Each generated operator has a fast
+path for the common case -- both operands Values on the tape being
+recorded, or a Value and a plain int/float -- that computes the result in
+Python and inlines the recording steps (codegen.py's RECORD_STEPS);
+everything else (NumPy scalars, Values from an enclosing tape,
+``no_grad``, errors) goes through ``_slow_binary`` and ``_slow_unary``.
 
 Math errors are raised by the Python arithmetic itself (``1.0 / 0.0``,
 ``math.log(-1)``, ``math.exp(1000)``) before anything is recorded.
@@ -20,167 +21,38 @@ import struct
 import numpy as np
 
 from . import _core
-from .tape import (DETACHED, NO_GRAD, RECORD_STEPS, _pack_into, current_tape,
-                   record_into, recording_tape, state, warn_detached)
 from ._core import TapeError
+from ._generated import link, value_operators
+from .ops import BINARY, ELEMENTWISE, REFLECTED, SCALAR_NAMES, UNARY
+from .tape import (DETACHED, NO_GRAD, _pack_into, current_tape, record_into,
+                   recording_tape, state, warn_detached)
 
 OPS = _core.OPS
 
-
-def _pow(x, y):
-    r = x ** y
-    if r.__class__ is complex:   # Python floats give complex numbers here
-        raise ValueError("math domain error")
-    return r
+# micrograd's _op labels, then ours for the superset
+_LABEL_BY_CODE = {OPS["LEAF"]: ""}
+_LABEL_BY_CODE.update({OPS[op.name]: op.label for op in ELEMENTWISE
+                       if op.label is not None})
 
 
-def _sigmoid(x):
-    # split by sign so that exp never overflows (csrc/internal.h does the same)
-    if x >= 0:
-        return 1.0 / (1.0 + math.exp(-x))
-    e = math.exp(x)
-    return e / (1.0 + e)
-
-
-# The value of each op on plain numbers: x first operand, y second, c the
-# constant of a fused op.  The C forward sweep computes the same.
-EXPR = {
-    "ADD": "x + y", "SUB": "x - y", "MUL": "x * y", "DIV": "x / y",
-    "POW": "_pow(x, y)",
-    "ADDC": "x + c", "MULC": "x * c", "DIVC": "x / c", "RSUBC": "c - x",
-    "RDIVC": "c / x", "POWC": "_pow(x, c)", "RPOWC": "_pow(c, x)",
-    "NEG": "-x", "ABS": "abs(x)", "RELU": "0.0 if x < 0 else x",
-    "TANH": "_tanh(x)", "EXP": "_exp(x)", "LOG": "_log(x)",
-    "SIGMOID": "_sigmoid(x)", "SIN": "_sin(x)", "COS": "_cos(x)",
-    "SQRT": "_sqrt(x)",
-}
-
-# method: (op with a Value, op with a number, the constant c from `other`).
-# Reflected methods take only numbers (a Value on the left handles the rest).
-BINARY = {
-    "__add__": ("ADD", "ADDC", "other"),
-    "__radd__": (None, "ADDC", "other"),
-    "__sub__": ("SUB", "ADDC", "-other"),      # x - c is x + (-c) exactly
-    "__rsub__": (None, "RSUBC", "other"),
-    "__mul__": ("MUL", "MULC", "other"),
-    "__rmul__": (None, "MULC", "other"),
-    "__truediv__": ("DIV", "DIVC", "other"),
-    "__rtruediv__": (None, "RDIVC", "other"),
-    "__pow__": ("POW", "POWC", "other"),
-    "__rpow__": (None, "RPOWC", "other"),
-}
-REFLECTED = {"__add__": "__radd__", "__sub__": "__rsub__", "__mul__": "__rmul__",
-             "__truediv__": "__rtruediv__", "__pow__": "__rpow__"}
-REFLECTED.update({v: k for k, v in REFLECTED.items()})
-
-UNARY = {
-    "__neg__": "NEG", "__abs__": "ABS", "relu": "RELU", "tanh": "TANH",
-    "exp": "EXP", "log": "LOG", "sigmoid": "SIGMOID", "sin": "SIN",
-    "cos": "COS", "sqrt": "SQRT",
-}
-
-# micrograd's labels for _op, then ours for the superset
-LABELS = {
-    "LEAF": "", "ADD": "+", "SUB": "-", "MUL": "*", "DIV": "/", "POW": "**",
-    "ADDC": "+", "MULC": "*", "DIVC": "/", "RSUBC": "-", "RDIVC": "/",
-    "POWC": "**", "RPOWC": "**", "NEG": "neg", "ABS": "abs", "RELU": "ReLU",
-    "TANH": "tanh", "EXP": "exp", "LOG": "log", "SIGMOID": "sigmoid",
-    "SIN": "sin", "COS": "cos", "SQRT": "sqrt",
-}
-_LABEL_BY_CODE = {OPS[name]: label for name, label in LABELS.items()}
-
-
-def _indent(text, spaces):
-    return "".join(" " * spaces + line + "\n" for line in text.splitlines())
-
-
-def _record(op, a, b, imm, flags, spaces):
-    """RECORD_STEPS for one op, creating `out` first, then returning it."""
-    steps = "out = _new(_cls)\n" + RECORD_STEPS.format(
-        op=OPS[op], a=a, b=b, imm=imm, flags=flags) + "return out\n"
-    return _indent(steps, spaces)
-
-
-# The record's int flags, for classes that type their gradients the way
-# micrograd does (_typed_ints): the value, and the constant, were ints.
-VALUE_INT = f"({_core.FLAG_VALUE_INT} if d.__class__ is int else 0)"
-CONST_INT = f"({_core.FLAG_IMM_INT} if c.__class__ is int else 0)"
-
-
-# For a class that keeps its data as given (a size-1 ndarray, which the
-# record cannot hold): the fast path is tried, and a value it cannot pack
-# (struct.error, before anything is kept) goes to the slow path instead.
-# A try costs nothing until it catches.
-_TRY = "        try:\n"
-_EXCEPT = "        except _PackError:\n            pass\n"
-
-
-def _fast_path(body, keeps_data):
-    return _TRY + _indent(body, 4) + _EXCEPT if keeps_data else body
-
-
-def _binary_source(name, vv_op, vc_op, cexpr, exprs, fuse, typed, keeps_data):
-    body = "        x = self._d\n"
-    if vv_op:
-        body += ("        if other.__class__ is _cls and other._t is t:\n"
-                "            y = other._d\n"
-                f"            d = {exprs[vv_op]}\n"
-                + _record(vv_op, "self._i", "other._i", "0.0",
-                          VALUE_INT if typed else "0", 12))
-    if fuse:
-        body += ("        if other.__class__ is float or other.__class__ is int:\n"
-                f"            c = {cexpr}\n"
-                f"            d = {exprs[vc_op]}\n"
-                + _record(vc_op, "self._i", "-1", "c",
-                          f"{VALUE_INT} | {CONST_INT}" if typed else "0", 12))
-    return (f"def {name}(self, other):\n"
-            "    t = _state.rec\n    if self._t is t:\n"
-            + _fast_path(body, keeps_data)
-            + f"    return _slow_binary(self, other, {name!r})\n")
-
-
-def _unary_source(name, op, exprs, typed, keeps_data):
-    body = ("        x = self._d\n"
-            f"        d = {exprs[op]}\n"
-            + _record(op, "self._i", "-1", "0.0", VALUE_INT if typed else "0", 8))
-    return (f"def {name}(self):\n"
-            "    t = _state.rec\n    if self._t is t:\n"
-            + _fast_path(body, keeps_data)
-            + f"    return _slow_unary(self, {name!r})\n")
-
-
-def install_operators(cls, expr_overrides=(), slow_binary=None,
-                      slow_unary=None):
-    """Generate cls's operators from BINARY/UNARY/EXPR.  The methods named in
-    cls._fuse_constants record a number operand as a fused op (x*c); the
-    others make it a leaf Value first, as micrograd does.  Operators that cls
-    defines itself are kept.  What the fast path does not take goes to
-    slow_binary/slow_unary (by default _slow_binary/_slow_unary)."""
-    exprs = dict(EXPR, **dict(expr_overrides))
+def install_operators(cls, generated, slow_binary=None, slow_unary=None):
+    """Give cls the operators generated for it (the module `generated` of
+    pyautodiff/_generated, written from the op table and cls's settings:
+    see codegen.py), in a scope where _cls is cls; operators that cls
+    defines itself are kept.  What their fast path does not take goes to
+    slow_binary/slow_unary (by default _slow_binary/_slow_unary).  The
+    slow paths find each op's value in cls._fn."""
     scope = {
+        "__name__": cls.__module__,
         "_cls": cls, "_new": object.__new__, "_pack_into": _pack_into,
         "_state": state, "_slow_binary": slow_binary or _slow_binary,
         "_slow_unary": slow_unary or _slow_unary, "_PackError": struct.error,
-        "_pow": _pow, "_sigmoid": _sigmoid,
-        "_tanh": math.tanh, "_exp": math.exp, "_log": math.log,
-        "_sin": math.sin, "_cos": math.cos, "_sqrt": math.sqrt,
+        **SCALAR_NAMES,
     }
-    for name, (vv_op, vc_op, cexpr) in BINARY.items():
-        if name in cls.__dict__:
-            continue
-        exec(_binary_source(name, vv_op, vc_op, cexpr, exprs,
-                            name in cls._fuse_constants, cls._typed_ints,
-                            cls._keeps_data), scope)
-        setattr(cls, name, scope[name])
-    for name, op in UNARY.items():
-        if name in cls.__dict__:
-            continue
-        exec(_unary_source(name, op, exprs, cls._typed_ints, cls._keeps_data),
-             scope)
-        setattr(cls, name, scope[name])
-    # the same expressions as functions, for the slow paths
-    cls._fn = {op: eval(f"lambda x, y=None, c=None: {expr}", scope)
-               for op, expr in exprs.items()}
+    for name in generated.OPERATORS:
+        if name not in cls.__dict__:
+            setattr(cls, name, link(getattr(generated, name), scope))
+    cls._fn = {op: link(fn, scope) for op, fn in generated.VALUES.items()}
 
 
 def _number(v):
@@ -346,9 +218,13 @@ class Value:
         from .numpy_interop import apply_function
         return apply_function(func, args, kwargs)
 
+    # What the operators are generated from, with the op table (codegen.py
+    # reads these; regenerate after changing one): the operators that
+    # record a number operand as a fused op (x*c), not as a leaf Value
     _fuse_constants = frozenset(BINARY)
     _typed_ints = False             # gradients are floats, whatever the data
     _keeps_data = False             # data is stored as the float recorded
+    _value_exprs = {}               # op: its value, where not the op table's
     _sweep_mode = _core.SWEEP_ACCUM
 
     def __init__(self, data, _children=(), _op="", label=""):
@@ -655,5 +531,5 @@ def _format_number(c):
     return repr(c)
 
 
-install_operators(Value)
-install_operators(Traced)
+install_operators(Value, value_operators)
+install_operators(Traced, value_operators)

@@ -41,9 +41,11 @@ import numpy as np
 
 from .. import _core
 from .._core import TapeError
+from .._generated import micrograd_operators
+from ..ops import BINARY, UNARY
 from ..tape import DETACHED, current_tape, state
-from ..value import (BINARY, OPS, UNARY, Value as _Value, _detached,
-                     _slow_binary, _slow_unary, install_operators)
+from ..value import (OPS, Value as _Value, _detached, _slow_binary, _slow_unary,
+                     install_operators)
 
 
 class Value(_Value):
@@ -55,6 +57,7 @@ class Value(_Value):
     _fuse_constants = frozenset({"__pow__", "__rpow__"})
     _typed_ints = True
     _keeps_data = True
+    _value_exprs = {"RELU": "0 if x < 0 else x"}    # 0 of the data's type
     _sweep_mode = _core.SWEEP_INPLACE
 
     def __init__(self, data, _children=(), _op="", label=""):
@@ -546,6 +549,7 @@ def _topological_order(root):
     return order
 
 
-# generates the rest: + * ** and the math methods, recorded as micrograd does
-install_operators(Value, expr_overrides={"RELU": "0 if x < 0 else x"},
-                  slow_binary=_dropin_binary, slow_unary=_dropin_unary)
+# the rest, generated (codegen.py): + * ** and the math methods, recorded
+# as micrograd does
+install_operators(Value, micrograd_operators, slow_binary=_dropin_binary,
+                  slow_unary=_dropin_unary)

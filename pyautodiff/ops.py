@@ -1,0 +1,194 @@
+"""The elementwise ops, one row each: everything the Python side knows of an
+op beyond its C rules (csrc/).
+
+A row names the C op (``pyautodiff._core.OPS``) and gives its value on
+plain numbers, NumPy's function for it, micrograd's ``_op`` label, the
+operator or method of Value and Array that records it (for a binary
+operator also its reflected method and the fused op that a number operand
+on either side records), and the public ``ad.NAME`` function, if any.
+Everything else is derived from the rows:
+
+- the operators of Value, Traced, micrograd's Value and Array, and the
+  ``ad.NAME`` functions, generated into pyautodiff/_generated/ by
+  ``python -m pyautodiff.codegen`` (which reads this table);
+- the tables below (BINARY, UNARY, REFLECTED), which the slow paths of
+  value.py and array.py, and micrograd's engine, look ops up in;
+- NumPy's function for each method (array.py's no-grad path), the ufuncs
+  NumPy dispatches to Values and Arrays (numpy_interop.py), the ``_op``
+  labels (value.py) and the elementwise part of ``pyautodiff.__all__``.
+
+The C ops with no row are in OTHER_OPS, each with the reason; a test walks
+the C enum so that every op is in one or the other.
+"""
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+
+# -- the values on plain numbers, as Python computes them (and raises) -------
+
+def _pow(x, y):
+    r = x ** y
+    if r.__class__ is complex:   # Python floats give complex numbers here
+        raise ValueError("math domain error")
+    return r
+
+
+def _sigmoid(x):
+    # split by sign so that exp never overflows (csrc/internal.h does the same)
+    if x >= 0:
+        return 1.0 / (1.0 + math.exp(-x))
+    e = math.exp(x)
+    return e / (1.0 + e)
+
+
+# The names a row's value expression may use besides x, y, c and Python's
+# builtins.  (The generated operators look each up as one global.)
+SCALAR_NAMES = {
+    "_pow": _pow, "_sigmoid": _sigmoid, "_tanh": math.tanh, "_exp": math.exp,
+    "_log": math.log, "_sin": math.sin, "_cos": math.cos, "_sqrt": math.sqrt,
+}
+
+
+# -- NumPy's functions, where NumPy has no ufunc for the op ----------------------
+
+def _numpy_relu(x):
+    return np.maximum(x, 0.0)
+
+
+def _numpy_sigmoid(x):
+    x = np.asarray(x, dtype=np.float64)
+    e = np.exp(-np.abs(x))           # never overflows
+    return np.where(x >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
+
+
+def _swapped(ufunc):
+    """ufunc with its operands swapped: the fused op c - x is ufunc(c, x)."""
+    def swapped(x, c):
+        return ufunc(c, x)
+    swapped.__name__ = swapped.__qualname__ = f"swapped_{ufunc.__name__}"
+    return swapped
+
+
+@dataclass(frozen=True)
+class Op:
+    """One elementwise op."""
+
+    # the C op: pyautodiff._core.OPS[name]
+    name: str
+    # its value on plain Python numbers, a Python expression in x (the
+    # operand), y (a binary op's second operand) or c (the constant of an
+    # op fused with a number), and SCALAR_NAMES; the C forward sweep
+    # computes the same
+    value: str
+    # NumPy's function of the same operands, in the same order (x, y),
+    # (x, c) or (x): the no-grad path and NumPy's warnings
+    numpy: object
+    # micrograd's _op label of a Value recording the op; None for an op
+    # only Arrays record
+    label: str = None
+    # the operator or method of Value and Array that records it
+    method: str = None
+    # for a binary operator: its reflected method (number op x) ...
+    reflected: str = None
+    # ... and (fused op, its constant c as an expression in the number
+    # `other`) that `x op number` records, and that `number op x` records
+    constant: tuple = None
+    reflected_constant: tuple = None
+    # the public ad.NAME(x), if any: a recorded Value or Array for one,
+    # NumPy's function of a plain number or ndarray
+    function: str = None
+    # Reserved for the op's differentiable rule (derivatives of any order,
+    # a later step); None: the C core's rules (csrc/rules.h) are the only
+    # ones.
+    rule: object = None
+
+
+# The binary operators, the ops fused with a number that they record, the
+# unary methods (the order of the generated operators).
+ELEMENTWISE = (
+    Op("ADD", "x + y", np.add, "+", "__add__", "__radd__",
+       ("ADDC", "other"), ("ADDC", "other")),
+    Op("SUB", "x - y", np.subtract, "-", "__sub__", "__rsub__",
+       ("ADDC", "-other"),              # x - c is x + (-c) exactly
+       ("RSUBC", "other")),
+    Op("MUL", "x * y", np.multiply, "*", "__mul__", "__rmul__",
+       ("MULC", "other"), ("MULC", "other")),
+    Op("DIV", "x / y", np.divide, "/", "__truediv__", "__rtruediv__",
+       ("DIVC", "other"), ("RDIVC", "other")),
+    Op("POW", "_pow(x, y)", np.power, "**", "__pow__", "__rpow__",
+       ("POWC", "other"), ("RPOWC", "other")),
+
+    Op("ADDC", "x + c", np.add, "+"),
+    Op("MULC", "x * c", np.multiply, "*"),
+    Op("DIVC", "x / c", np.divide, "/"),
+    Op("RSUBC", "c - x", _swapped(np.subtract), "-"),
+    Op("RDIVC", "c / x", _swapped(np.divide), "/"),
+    Op("POWC", "_pow(x, c)", np.power, "**"),   # _op: '**2', the exponent
+    Op("RPOWC", "_pow(c, x)", _swapped(np.power), "**"),
+
+    Op("NEG", "-x", np.negative, "neg", "__neg__"),
+    Op("ABS", "abs(x)", np.absolute, "abs", "__abs__", function="abs"),
+    Op("RELU", "0.0 if x < 0 else x", _numpy_relu, "ReLU", "relu",
+       function="relu"),
+    Op("TANH", "_tanh(x)", np.tanh, "tanh", "tanh", function="tanh"),
+    Op("EXP", "_exp(x)", np.exp, "exp", "exp", function="exp"),
+    Op("LOG", "_log(x)", np.log, "log", "log", function="log"),
+    Op("SIGMOID", "_sigmoid(x)", _numpy_sigmoid, "sigmoid", "sigmoid",
+       function="sigmoid"),
+    Op("SIN", "_sin(x)", np.sin, "sin", "sin", function="sin"),
+    Op("COS", "_cos(x)", np.cos, "cos", "cos", function="cos"),
+    Op("SQRT", "_sqrt(x)", np.sqrt, "sqrt", "sqrt", function="sqrt"),
+
+    # an Array's a ** 2 (POWC with c == 2): NumPy computes it as a * a
+    Op("SQUARE", "x * x", np.square),
+)
+
+ROWS = {op.name: op for op in ELEMENTWISE}
+
+# The C ops with no row, and why.
+OTHER_OPS = {
+    "LEAF": "an input or a constant: no operands, no value to compute",
+    # elementwise choices of Arrays (ad.maximum, ad.where): no operator of
+    # Value's, NaN-safe rules in C, array.py's _binary_op and _select
+    "MAXIMUM": "a choice (ad.maximum), array.py's _binary_op",
+    "MINIMUM": "a choice (ad.minimum), array.py's _binary_op",
+    "SELECT": "a choice by a mask (ad.where)",
+    # comparisons: 1.0/0.0 masks and branch guards, no gradient
+    "LT": "a comparison (<, >)", "LE": "a comparison (<=, >=)",
+    "EQ": "a comparison (==)", "NE": "a comparison (!=)",
+    # reductions over axes
+    "SUM": "a reduction (sum, mean)", "MAX": "a reduction (max)",
+    "MIN": "a reduction (min)", "LSE": "a reduction (logsumexp)",
+    # the layout of an Array's elements
+    "RESHAPE": "a layout change", "GATHER": "indexing, transposes",
+    "SCATTER": "concatenation",
+    # an op whose rules are Python functions (ad.custom_op, matmul)
+    "EXTERN": "a Python rule: extern.py",
+}
+
+
+# -- derived tables ---------------------------------------------------------
+
+def _binary_methods():
+    """method: (op with a Value, fused op with a number, its constant c).
+    Reflected methods take only numbers (a Value on the left of the
+    operator handles the rest), so they have no op with a Value."""
+    out = {}
+    for op in ELEMENTWISE:
+        if op.reflected:
+            out[op.method] = (op.name,) + op.constant
+            out[op.reflected] = (None,) + op.reflected_constant
+    return out
+
+
+BINARY = _binary_methods()
+
+# the reflected method of each binary operator, and the other way round
+REFLECTED = {op.method: op.reflected for op in ELEMENTWISE if op.reflected}
+REFLECTED.update({v: k for k, v in REFLECTED.items()})
+
+# unary method: its op
+UNARY = {op.method: op.name for op in ELEMENTWISE
+         if op.method and not op.reflected}
