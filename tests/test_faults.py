@@ -89,6 +89,11 @@ def test_keyboard_interrupt_during_a_long_sweep_leaves_the_tape_consistent():
     try:
         for _ in range(50):        # the interrupt lands during or between sweeps
             y.backward()
+        # on a busy machine the timer may fire only after the sweeps: wait
+        # for it here, so that the interrupt lands inside this try
+        timer.join()
+        for _ in range(1000):
+            pass
     except KeyboardInterrupt:
         pass
     finally:
