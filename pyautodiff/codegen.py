@@ -9,7 +9,8 @@ inline op codes as numbers) or the settings of a class the operators are
 generated for (Value's _fuse_constants, _typed_ints, _keeps_data,
 _value_exprs); tests/test_codegen.py fails until then.  Nothing imports
 this module at run time.  It imports the package, which imports with
-generated files older than ops.py (see pyautodiff/_generated/__init__.py).
+generated files older than ops.py (see pyautodiff/_generated/__init__.py;
+after a change of the C enum, run it with PYAUTODIFF_CODEGEN=1).
 
 The templates are the recording steps that every operator inlines: a
 function call costs a third of an operation on scalars and a fifth of one
@@ -51,7 +52,10 @@ def _header(doc, inlined):
                 line = "#"
             line += "  " + entry
         lines.append(line)
-    return "\n".join(lines) + '\n"""' + doc + '"""\n'
+    codes = ("\n# the codes above, checked against the C enum when linked\n"
+             "INLINED = {" + ", ".join(f"{name!r}: {OPS[name]}" for name in inlined)
+             + "}\n") if inlined else ""
+    return "\n".join(lines) + '\n"""' + doc + '"""\n' + codes
 
 
 def _module(doc, inlined, functions, tail=""):

@@ -129,3 +129,21 @@ def test_importing_the_package_compiles_no_code():
                           text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split("\n")[:2] == ["[]", "False"]
+
+
+def test_files_made_for_another_enum_are_refused(monkeypatch):
+    # a stale file would record wrong op codes: link() refuses it
+    import sys
+    import types
+
+    from pyautodiff import _generated
+    stale = types.ModuleType("pyautodiff._generated.stale_for_test")
+    stale.INLINED = {"ADD": ad._core.OPS["ADD"], "MUL": ad._core.OPS["MUL"] + 100}
+    exec("def f(x):\n    return x\n", stale.__dict__)
+    stale.f.__module__ = stale.__name__
+    monkeypatch.setitem(sys.modules, stale.__name__, stale)
+    monkeypatch.delenv("PYAUTODIFF_CODEGEN", raising=False)
+    with pytest.raises(ImportError, match="codes of MUL differ.*PYAUTODIFF_CODEGEN=1"):
+        _generated.link(stale.f, {})
+    monkeypatch.setenv("PYAUTODIFF_CODEGEN", "1")      # the generator's way in
+    assert _generated.link(stale.f, {})(3) == 3

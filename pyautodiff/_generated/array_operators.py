@@ -11,6 +11,9 @@ _result), its operators, and the module functions ad.NAME, with the
 steps inlined.  They run in array.py's globals (see __init__.py here).
 """
 
+# the codes above, checked against the C enum when linked
+INLINED = {'ADD': 1, 'SUB': 2, 'MUL': 3, 'DIV': 4, 'POW': 5, 'ADDC': 6, 'MULC': 7, 'DIVC': 8, 'RSUBC': 9, 'RDIVC': 10, 'POWC': 11, 'RPOWC': 12, 'NEG': 13, 'ABS': 14, 'RELU': 15, 'TANH': 16, 'EXP': 17, 'LOG': 18, 'SIGMOID': 19, 'SIN': 20, 'COS': 21, 'SQRT': 22}
+
 
 def _keep_entry(t, out, arr, nodes, i, pool=None):
     """out becomes the Array of the entry just appended, with values arr."""

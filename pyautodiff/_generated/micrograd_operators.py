@@ -11,6 +11,9 @@ and each op's value on micrograd's numbers.  They run in the globals
 value.py's install_operators gives them (see __init__.py here).
 """
 
+# the codes above, checked against the C enum when linked
+INLINED = {'ADD': 1, 'SUB': 2, 'MUL': 3, 'DIV': 4, 'POW': 5, 'ADDC': 6, 'MULC': 7, 'DIVC': 8, 'RSUBC': 9, 'RDIVC': 10, 'POWC': 11, 'RPOWC': 12, 'NEG': 13, 'ABS': 14, 'RELU': 15, 'TANH': 16, 'EXP': 17, 'LOG': 18, 'SIGMOID': 19, 'SIN': 20, 'COS': 21, 'SQRT': 22}
+
 
 def __add__(self, other):
     t = _state.rec
