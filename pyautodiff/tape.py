@@ -317,11 +317,12 @@ class Tape:
     def flush(self):
         """Append the buffered records to the C tape."""
         self._check_open()
-        if len(self.nodes) == self.nflushed:
+        if len(self.nodes) <= self.nflushed:
             return
         with self.lock:
+            # (less than none while an array's entry, in C, is being kept)
             count = len(self.nodes) - self.nflushed
-            if not count:
+            if count <= 0:
                 return
             recs = ffi.from_buffer("ad_record[]", self.buf)
             try:
