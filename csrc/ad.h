@@ -190,6 +190,14 @@ typedef struct ad_tape {
     double *tan;        /* tangent of val (NULL until a tangent sweep) */
     double *dadj;       /* tangent of adj (NULL until a second-order sweep) */
     uint8_t *flags;     /* enum ad_flag bits                       */
+    /* AD_FLAG_VARIABLE of flags again (or 0), for the appends: a thread
+     * records on its tape without the tape's lock, reading its operands'
+     * bit, while a sweep from another thread (holding the lock) writes
+     * their flags.  This byte is written only when its entry is recorded
+     * (and moved by compactions, which the recording thread runs), so the
+     * two never touch one memory location.  The sweeps go on reading the
+     * bit in flags: one byte per entry in their loops, not two.        */
+    uint8_t *variable;
     ad_block *blk;      /* blocks of array entries, by aux         */
     int64_t nblk;       /* blocks in use                           */
     int64_t blk_cap;    /* blocks allocated                        */

@@ -13,7 +13,7 @@
 
 double *ad_entry_scratch(ad_tape *t, int64_t i, int which)
 {
-    if (i < 0 || i >= t->n || which < 0 || which > 2)
+    if (i < 0 || i >= ad_len(t) || which < 0 || which > 2)
         return 0;
     if (t->aux[i] < 0) {
         double *base = which == 0 ? t->adj : which == 1 ? t->tan : t->dadj;
@@ -463,8 +463,9 @@ static int append(ad_tape *t, int op, int64_t a, int64_t b, double imm,
     t->adj[i] = 0.0;
     t->grad[i] = 0.0;
     t->flags[i] = op == AD_LEAF ? 0 : ad_inherited_flags(t, op, a, b);
-    t->nblk++;
-    t->n++;
+    t->variable[i] = t->flags[i];
+    AD_COUNT_STORE(t->nblk, t->nblk + 1);
+    AD_COUNT_STORE(t->n, i + 1);
     if (op == AD_EXTERN)
         return AD_OK;       /* Python computed its values when recording it */
     return ad_forward_entry(t, i, 0);
@@ -552,14 +553,16 @@ int ad_array_leaf(ad_tape *t, double *val, int32_t ndim, const int64_t *shape,
                   int variable)
 {
     int status = append(t, AD_LEAF, -1, -1, 0.0, val, ndim, shape, 0);
-    if (status == AD_OK && variable)
+    if (status == AD_OK && variable) {
         t->flags[t->n - 1] |= AD_FLAG_VARIABLE;
+        t->variable[t->n - 1] = AD_FLAG_VARIABLE;
+    }
     return status;
 }
 
 double *ad_entry_adjoint(ad_tape *t, int64_t i, int mode)
 {
-    if (i < 0 || i >= t->n)
+    if (i < 0 || i >= ad_len(t))
         return 0;
     if (t->aux[i] < 0)
         return mode == AD_SWEEP_INPLACE ? &t->grad[i] : &t->adj[i];
@@ -576,7 +579,7 @@ double *ad_entry_adjoint(ad_tape *t, int64_t i, int mode)
 double *ad_entry_adjoint_claim(ad_tape *t, int64_t i, int mode, int *unset)
 {
     *unset = 0;
-    if (i < 0 || i >= t->n)
+    if (i < 0 || i >= ad_len(t))
         return 0;
     if (t->aux[i] < 0 || mode == AD_SWEEP_INPLACE)
         return ad_entry_adjoint(t, i, mode);
@@ -629,14 +632,14 @@ void ad_adjoint_settle(ad_tape *t, int64_t j)
 
 double *ad_array_grad(ad_tape *t, int64_t i)
 {
-    if (i < 0 || i >= t->n || t->aux[i] < 0)
+    if (i < 0 || i >= ad_len(t) || t->aux[i] < 0)
         return 0;
     return t->blk[t->aux[i]].grad;
 }
 
 int ad_array_zero_grad(ad_tape *t, int64_t i)
 {
-    if (i < 0 || i >= t->n || t->aux[i] < 0)
+    if (i < 0 || i >= ad_len(t) || t->aux[i] < 0)
         return ad_fail(t, AD_ERANGE, i, "entry %lld is not an array",
                        (long long)i);
     ad_block *bk = &t->blk[t->aux[i]];
@@ -654,7 +657,7 @@ int ad_array_zero_grad(ad_tape *t, int64_t i)
 
 int ad_array_borrow_grad(ad_tape *t, int64_t i, double *buf)
 {
-    if (i < 0 || i >= t->n || t->aux[i] < 0)
+    if (i < 0 || i >= ad_len(t) || t->aux[i] < 0)
         return ad_fail(t, AD_ERANGE, i, "entry %lld is not an array",
                        (long long)i);
     ad_block *bk = &t->blk[t->aux[i]];
@@ -673,7 +676,7 @@ int ad_array_borrow_grad(ad_tape *t, int64_t i, double *buf)
 
 double *ad_array_grad_take(ad_tape *t, int64_t i)
 {
-    if (i < 0 || i >= t->n || t->aux[i] < 0)
+    if (i < 0 || i >= ad_len(t) || t->aux[i] < 0)
         return 0;
     ad_block *bk = &t->blk[t->aux[i]];
     if (bk->grad_borrowed)
@@ -685,8 +688,8 @@ double *ad_array_grad_take(ad_tape *t, int64_t i)
 
 double *ad_adjoint_take(ad_tape *t, int64_t i, ad_tape *from, int64_t j)
 {
-    if (!t || !from || t == from || i < 0 || i >= t->n || j < 0 ||
-        j >= from->n || t->aux[i] < 0 || from->aux[j] < 0)
+    if (!t || !from || t == from || i < 0 || i >= ad_len(t) || j < 0 ||
+        j >= ad_len(from) || t->aux[i] < 0 || from->aux[j] < 0)
         return 0;
     ad_block *dst = &t->blk[t->aux[i]], *src = &from->blk[from->aux[j]];
     if (!src->grad || src->grad_borrowed || dst->size != src->size)
@@ -703,8 +706,8 @@ double *ad_ties(ad_tape *t, int64_t i)
     double *ties = calloc((size_t)(bk->size ? bk->size : 1), sizeof *ties);
     if (!ties)
         return 0;
-    ad_view o = ad_entry_view(t, i, 0);
-    ad_view a = ad_entry_view(t, t->a[i], 0);
+    ad_view o = ad_value_view(t, i);
+    ad_view a = ad_value_view(t, t->a[i]);
     ad_iter it;
     ad_iter_init(&it, a.ndim, a.shape, &o, &a, 0);
     AD_ITERATE(&it, ties[ko] += a.val[ka] == o.val[ko]);

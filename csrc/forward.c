@@ -115,14 +115,14 @@ static int forward_lse(ad_tape *t, int64_t i, const ad_view *o, const ad_view *a
 /* Entry i when it is an array: its elements, operands broadcast. */
 AD_SIMD_CLONES static int forward_array(ad_tape *t, int64_t i)
 {
-    ad_view o = ad_entry_view(t, i, 0);
+    ad_view o = ad_value_view(t, i);
     int op = t->op[i];
     if (op == AD_LEAF)
         return AD_OK;
     if (op == AD_EXTERN)
         return ad_call_extern(t, t->extern_forward, i, "forward");
-    ad_view a = ad_entry_view(t, t->a[i], 0);
-    ad_view b = t->b[i] >= 0 ? ad_entry_view(t, t->b[i], 0) : a;
+    ad_view a = ad_value_view(t, t->a[i]);
+    ad_view b = t->b[i] >= 0 ? ad_value_view(t, t->b[i]) : a;
     const double c = t->imm[i];
     ad_iter it;
     if (op == AD_SUM) {
@@ -258,10 +258,11 @@ int ad_forward_entry(ad_tape *t, int64_t i, int check)
 
 int ad_forward(ad_tape *t, int64_t lo, int64_t hi, int check)
 {
-    if (lo < 0 || hi > t->n || lo > hi)
+    const int64_t n = ad_len(t);
+    if (lo < 0 || hi > n || lo > hi)
         return ad_fail(t, AD_ERANGE, -1, "forward sweep over [%lld, %lld) "
                        "outside the tape's %lld entries", (long long)lo,
-                       (long long)hi, (long long)t->n);
+                       (long long)hi, (long long)n);
     for (int64_t i = lo; i < hi; ++i) {
         int status = t->aux[i] < 0 && !check ? forward_scalar(t, i)
                                              : ad_forward_entry(t, i, check);
@@ -274,9 +275,10 @@ int ad_forward(ad_tape *t, int64_t lo, int64_t hi, int check)
 int64_t ad_check_guards(const ad_tape *t, int64_t n, const int64_t *idx,
                         const double *expected)
 {
+    const int64_t len = ad_len(t);
     for (int64_t k = 0; k < n; ++k) {
         int64_t i = idx[k];
-        double v = i >= 0 && i < t->n && t->aux[i] < 0 ? t->val[i] : NAN;
+        double v = i >= 0 && i < len && t->aux[i] < 0 ? t->val[i] : NAN;
         /* bitwise: a guard on a value used as a plain float holds only
          * where that value is exactly what it was (-0.0 is not 0.0 there:
          * format() and copysign() show the sign; a NaN matches a NaN) */

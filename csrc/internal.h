@@ -35,6 +35,21 @@ int ad_fail(ad_tape *t, int status, int64_t index, const char *fmt, ...)
 #endif
     ;
 
+/* A tape's counts of entries and blocks (n, nblk), for code that may run
+ * on another thread than the one recording there.  That thread appends
+ * without the tape's lock (every other writer of the counts holds it), so
+ * the appends store the counts and everything else loads them as relaxed
+ * atomics: defined, and plain moves.  Relaxed is enough: another thread
+ * names only entries it learnt of through Python after their appends
+ * (the GIL orders that), all below any count it can read.               */
+#define AD_COUNT_LOAD(count) __atomic_load_n(&(count), __ATOMIC_RELAXED)
+#define AD_COUNT_STORE(count, v) __atomic_store_n(&(count), (v), __ATOMIC_RELAXED)
+
+static inline int64_t ad_len(const ad_tape *t)
+{
+    return AD_COUNT_LOAD(t->n);
+}
+
 /* Build with -DAD_TRACE to print every step of a sweep to stderr:
  * direction, index, op, operands, value, adjoint.                          */
 #ifdef AD_TRACE
@@ -87,27 +102,41 @@ typedef struct ad_view {
     const int64_t *shape;
 } ad_view;
 
+/* Entry j's values alone, as the forward rules read them.  Appends run
+ * those rules without the tape's lock (see ad_tape.variable), so they read
+ * none of the adjoint and tangent pointers a sweep on another thread sets. */
+static inline ad_view ad_value_view(const ad_tape *t, int64_t j)
+{
+    ad_view v;
+    v.adj = v.tan = v.dadj = 0;
+    if (t->aux[j] < 0) {
+        v.val = &t->val[j];
+        v.ndim = 0;
+        v.shape = 0;
+    } else {
+        const ad_block *bk = &t->blk[t->aux[j]];
+        v.val = bk->val;
+        v.ndim = bk->ndim;
+        v.shape = bk->shape;
+    }
+    return v;
+}
+
 /* Entry j's memory: a scalar's one double, or an array's block (adj is
  * grad when scalar_adj is the tape's grad: a sweep in place).  Inline:
  * every array kernel takes three. */
 static inline ad_view ad_entry_view(ad_tape *t, int64_t j, double *scalar_adj)
 {
-    ad_view v;
+    ad_view v = ad_value_view(t, j);
     if (t->aux[j] < 0) {
-        v.val = &t->val[j];
         v.adj = scalar_adj ? &scalar_adj[j] : 0;
         v.tan = t->tan ? &t->tan[j] : 0;
         v.dadj = t->dadj ? &t->dadj[j] : 0;
-        v.ndim = 0;
-        v.shape = 0;
     } else {
         ad_block *bk = &t->blk[t->aux[j]];
-        v.val = bk->val;
         v.adj = scalar_adj == t->grad ? bk->grad : bk->adj;
         v.tan = bk->tan;
         v.dadj = bk->dadj;
-        v.ndim = bk->ndim;
-        v.shape = bk->shape;
     }
     return v;
 }
@@ -321,7 +350,8 @@ ad_block *ad_table_take(int64_t *cap);
 void ad_table_release(ad_block *blk, int64_t cap);
 
 /* An operation's entry is a variable when an operand is; a comparison's
- * 1.0 or 0.0 never is (it has no derivative). */
+ * 1.0 or 0.0 never is (it has no derivative).  The operands' bits are read
+ * from t->variable, not t->flags: appends take no lock (see ad_tape).    */
 static inline uint8_t ad_inherited_flags(const ad_tape *t, int op, int64_t a,
                                          int64_t b)
 {
@@ -329,9 +359,9 @@ static inline uint8_t ad_inherited_flags(const ad_tape *t, int op, int64_t a,
     if (op == AD_LT || op == AD_LE || op == AD_EQ || op == AD_NE)
         return 0;
     if (a >= 0)
-        f |= t->flags[a] & AD_FLAG_VARIABLE;
+        f |= t->variable[a];
     if (b >= 0)
-        f |= t->flags[b] & AD_FLAG_VARIABLE;
+        f |= t->variable[b];
     return f;
 }
 int ad_block_prepare(ad_tape *t, int64_t i, int mode);

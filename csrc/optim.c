@@ -34,6 +34,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "internal.h"
 #include "optim.h"
 
 static int optim_fail(ad_optim *o, int status, int64_t k, const char *fmt, ...)
@@ -67,12 +68,12 @@ static int check_param(ad_optim *o, int64_t k)
                           (long long)k);
     const ad_tape *t = o->tapes[tk];
     int64_t i = o->entry[k];
-    if (i < 0 || i >= t->n || t->op[i] != AD_LEAF)
+    if (i < 0 || i >= ad_len(t) || t->op[i] != AD_LEAF)
         return optim_fail(o, AD_EINVAL, k, "parameter %lld: entry %lld is not "
                           "a leaf of its tape", (long long)k, (long long)i);
     int64_t want = o->size[k];
     int32_t aux = t->aux[i];
-    int64_t n = aux < 0 ? -1 : aux < t->nblk ? t->blk[aux].size : -2;
+    int64_t n = aux < 0 ? -1 : aux < AD_COUNT_LOAD(t->nblk) ? t->blk[aux].size : -2;
     if (n != want)
         return optim_fail(o, AD_EINVAL, k, "parameter %lld: entry %lld has "
                           "%lld elements, not %lld", (long long)k,

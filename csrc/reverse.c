@@ -271,11 +271,12 @@ int ad_backward_arrays(ad_tape *t, int64_t nseeds, const int64_t *idx,
         mode != AD_SWEEP_LEAVES)
         return ad_fail(t, AD_EINVAL, -1, "unknown sweep mode %d", mode);
     int64_t top = -1;
+    const int64_t n = ad_len(t);
     for (int64_t k = 0; k < nseeds; ++k) {
-        if (idx[k] < 0 || idx[k] >= t->n)
+        if (idx[k] < 0 || idx[k] >= n)
             return ad_fail(t, AD_ERANGE, idx[k], "backward from entry %lld "
                            "outside the tape's %lld entries",
-                           (long long)idx[k], (long long)t->n);
+                           (long long)idx[k], (long long)n);
         if (idx[k] > top)
             top = idx[k];
     }
@@ -388,9 +389,10 @@ int ad_backward_arrays(ad_tape *t, int64_t nseeds, const int64_t *idx,
 
 int ad_reverse_step(ad_tape *t, int64_t i)
 {
-    if (i < 0 || i >= t->n)
+    const int64_t n = ad_len(t);
+    if (i < 0 || i >= n)
         return ad_fail(t, AD_ERANGE, i, "entry %lld outside the tape's %lld "
-                       "entries", (long long)i, (long long)t->n);
+                       "entries", (long long)i, (long long)n);
     int64_t touched[3] = {i, t->a[i], t->b[i]};
     for (int k = 0; k < 3; ++k) {
         if (touched[k] < 0)

@@ -123,11 +123,12 @@ static int tangent_entry(ad_tape *t, int64_t i)
 int ad_check_seeds(ad_tape *t, int64_t nseeds, const int64_t *idx,
                    int leaves_only)
 {
+    const int64_t n = ad_len(t);
     for (int64_t k = 0; k < nseeds; ++k) {
-        if (idx[k] < 0 || idx[k] >= t->n)
+        if (idx[k] < 0 || idx[k] >= n)
             return ad_fail(t, AD_ERANGE, idx[k], "seed entry %lld outside "
                            "the tape's %lld entries", (long long)idx[k],
-                           (long long)t->n);
+                           (long long)n);
         if (leaves_only && t->op[idx[k]] != AD_LEAF)
             return ad_fail(t, AD_EINVAL, idx[k], "a tangent seeds a leaf, "
                            "not entry %lld (%s)", (long long)idx[k],
@@ -139,9 +140,10 @@ int ad_check_seeds(ad_tape *t, int64_t nseeds, const int64_t *idx,
 int ad_tangent(ad_tape *t, int64_t hi, int64_t nseeds, const int64_t *idx,
                const double *seed, const double *const *seed_arrays)
 {
-    if (hi < 0 || hi > t->n)
+    const int64_t n = ad_len(t);
+    if (hi < 0 || hi > n)
         return ad_fail(t, AD_ERANGE, -1, "tangent sweep to %lld outside the "
-                       "tape's %lld entries", (long long)hi, (long long)t->n);
+                       "tape's %lld entries", (long long)hi, (long long)n);
     int status = ad_check_seeds(t, nseeds, idx, 1);
     if (status == AD_OK)
         status = ad_tangent_arrays(t, 0);

@@ -6,8 +6,8 @@
 
 #include "internal.h"
 
-/* op, a, b, aux; imm, val, adj, grad; flags */
-#define BYTES_PER_ENTRY ((int64_t)(4 * sizeof(int32_t) + 4 * sizeof(double) + 1))
+/* op, a, b, aux; imm, val, adj, grad; flags, variable */
+#define BYTES_PER_ENTRY ((int64_t)(4 * sizeof(int32_t) + 4 * sizeof(double) + 2))
 
 int ad_fail(ad_tape *t, int status, int64_t index, const char *fmt, ...)
 {
@@ -74,6 +74,7 @@ void ad_tape_free(ad_tape *t)
     free(t->adj);
     free(t->grad);
     free(t->flags);
+    free(t->variable);
     ad_drop_tangent_arrays(t);
     for (int64_t k = 0; k < t->nblk; ++k)
         free_block(&t->blk[k]);
@@ -116,7 +117,8 @@ int ad_tape_reserve(ad_tape *t, int64_t cap)
         !grow((void **)&t->val, want, sizeof *t->val) ||
         !grow((void **)&t->adj, want, sizeof *t->adj) ||
         !grow((void **)&t->grad, want, sizeof *t->grad) ||
-        !grow((void **)&t->flags, want, sizeof *t->flags))
+        !grow((void **)&t->flags, want, sizeof *t->flags) ||
+        !grow((void **)&t->variable, want, sizeof *t->variable))
         return ad_fail(t, AD_ENOMEM, -1,
                        "out of memory growing the tape to %lld entries",
                        (long long)want);
@@ -167,11 +169,13 @@ int ad_tape_append(ad_tape *t, const ad_record *recs, int64_t count)
         uint8_t keep = AD_FLAG_VALUE_INT | AD_FLAG_IMM_INT;
         if (recs[k].op == AD_LEAF)
             keep |= AD_FLAG_VARIABLE;
-        t->flags[i] = (uint8_t)((recs[k].flags & keep) |
-                                ad_inherited_flags(t, recs[k].op, recs[k].a,
-                                                   recs[k].b));
+        const uint8_t f = (uint8_t)((recs[k].flags & keep) |
+                                    ad_inherited_flags(t, recs[k].op,
+                                                       recs[k].a, recs[k].b));
+        t->flags[i] = f;
+        t->variable[i] = f & AD_FLAG_VARIABLE;
     }
-    t->n += count;
+    AD_COUNT_STORE(t->n, t->n + count);
     return AD_OK;
 }
 
@@ -191,6 +195,7 @@ static void shrink(ad_tape *t)
     grow((void **)&t->adj, want, sizeof *t->adj);
     grow((void **)&t->grad, want, sizeof *t->grad);
     grow((void **)&t->flags, want, sizeof *t->flags);
+    grow((void **)&t->variable, want, sizeof *t->variable);
     /* blocks that did not shrink are larger: still valid for `want` */
     t->cap = want;
 }
@@ -236,10 +241,11 @@ int ad_tape_compact(ad_tape *t, int64_t n, const uint8_t *keep,
         t->adj[j] = t->adj[i];
         t->grad[j] = t->grad[i];
         t->flags[j] = (uint8_t)(t->flags[i] & ~AD_FLAG_MARK);
+        t->variable[j] = t->variable[i];
         ++j;
     }
-    t->n = j;
-    t->nblk = nb;
+    AD_COUNT_STORE(t->n, j);
+    AD_COUNT_STORE(t->nblk, nb);
     ad_drop_tangent_arrays(t);
     shrink(t);
     return AD_OK;

@@ -208,13 +208,15 @@ def _listing(names):
 
 # The steps that make `out` the Array of the entry just appended, entry
 # i = len(nodes) of t (nodes is t.nodes), whose values are set already: a
-# row of `pool`, or not (pool None).  (nflushed: the entry is in C.)
+# row of `pool`, or not (pool None).  nflushed says the entry is in C
+# before nodes has it: another thread's sweep may flush this tape between
+# any two steps, and must not take the entry for a buffered record.
 KEEP_STEPS = """\
 out._t = t
 out._p = pool
 out._i = i
-nodes.append(out)
 t.nflushed = i + 1
+nodes.append(out)
 """
 # Then, the entry kept: room in the record buffer, as scalars have.
 SPILL_STEPS = """\

@@ -28,13 +28,23 @@ imported as a leaf, as an enclosing tape's is, and a backward sweep adds
 what reached that leaf into the original's gradient on its own tape
 (``receive_grads``).  Every tape has a lock, held by whatever touches its C
 tape or renumbers its entries except the recording path itself: sweeps,
-flushes, compactions, gradient reads and writes from other threads.  The
-recording path stays lock-free because nothing it does moves memory that
-another thread may be reading: the C tape's arrays only grow in ``spill``
-(under the lock), ahead of the entries recorded until the next spill.
-Locks are held one at a time, or an inner tape's then an enclosing one's,
-so that no two threads wait for each other; a C sweep runs with the lock
-held and the GIL released.
+flushes, compactions, gradient reads and writes -- from the recording thread
+too, since a sweep from another thread writes this tape's gradients with the
+GIL released.  A C sweep runs with the lock held and the GIL released.  The
+recording path stays lock-free because what it does in C never meets what
+such a sweep does: it moves no memory another thread may be reading (the C
+tape's arrays only grow in ``spill``, under the lock, ahead of the entries
+recorded until the next spill); it writes only its new entry, and the counts
+of entries and blocks, which other threads load as relaxed atomics
+(csrc/internal.h); and of the earlier entries it reads only their shapes,
+their values (which change only where the program assigns them) and whether
+they are variables, from a column written only when they are recorded
+(ad_tape.variable in csrc/ad.h), while sweeps and gradient assignments write
+their flags.  An Array's ``.grad`` is the ndarray sweeps add into: read while
+another thread's backward may reach it, it can hold that sweep's additions
+in part -- join such threads first.  Locks are held one at a time, or an
+inner tape's then an enclosing one's, so that no two threads wait for each
+other.
 """
 import contextlib
 import itertools
@@ -293,11 +303,12 @@ class Tape:
     def flush(self):
         """Append the buffered records to the C tape."""
         self._check_open()
-        if len(self.nodes) == self.nflushed:
+        if len(self.nodes) <= self.nflushed:
             return
         with self.lock:
+            # (less than none while an array's entry, in C, is being kept)
             count = len(self.nodes) - self.nflushed
-            if not count:
+            if count <= 0:
                 return
             recs = ffi.from_buffer("ad_record[]", self.buf)
             try:
@@ -446,16 +457,20 @@ class Tape:
             raise TapeError("this Value belongs to a tape that was released "
                             "(its 'with ad.Tape()' block has ended)")
 
-    def _foreign(self):
-        """Whether another thread records here: then reading an entry
-        takes the lock, so that its number stays put meanwhile."""
-        return self.thread is not state.thread
+    # Reads of an entry take the lock in every thread: in another than the
+    # one recording here, so that the entry's number stays put meanwhile;
+    # in that one too, because another thread's sweep (receive_grads)
+    # writes this tape's gradients with the GIL released.  acquire() and
+    # release() rather than `with`, which costs more than twice as much
+    # on an RLock: .grad is read for every parameter at every step.
 
     def grad_of(self, node):
-        if self._foreign():
-            with self.lock:
-                return self._grad_of(node._i)
-        return self._grad_of(node._i)
+        lock = self.lock
+        lock.acquire()
+        try:
+            return self._grad_of(node._i)
+        finally:
+            lock.release()
 
     def _grad_of(self, i):
         if self._frozen is not None:
@@ -465,10 +480,22 @@ class Tape:
         return self._c.grad[i]
 
     def flags_of(self, node):
-        if self._foreign():
-            with self.lock:
-                return self._flags_of(node._i)
-        return self._flags_of(node._i)
+        lock = self.lock
+        lock.acquire()
+        try:
+            return self._flags_of(node._i)
+        finally:
+            lock.release()
+
+    def grad_and_flags_of(self, node):
+        """(grad_of(node), flags_of(node)) as of one moment: a sweep may
+        come between two reads, and change both."""
+        lock = self.lock
+        lock.acquire()
+        try:
+            return self._grad_of(node._i), self._flags_of(node._i)
+        finally:
+            lock.release()
 
     def _flags_of(self, i):
         if self._frozen is not None or i >= self.nflushed:
@@ -1076,16 +1103,18 @@ class Tape:
         """The Wengert list: index, op, operands, value, adjoint."""
         if self.closed:
             return repr(self)
-        self.flush()
-        c = self._c
-        lines = [f"{'index':>7} {'op':<8} {'operands':<16} {'value':>14} {'adjoint':>14}"]
-        for i in range(self.nflushed):
-            op, a, b = c.op[i], c.a[i], c.b[i]
-            args = ", ".join(str(k) for k in (a, b) if k >= 0)
-            if _core.OP_ARITY[op] < 2 and op != _core.OPS["LEAF"]:
-                args += f", c={c.imm[i]:.6g}" if op in _CONST_OPS else ""
-            lines.append(f"{i:>7} {_core.OP_NAMES[op]:<8} {args:<16} "
-                         f"{c.val[i]:>14.6g} {c.grad[i]:>14.6g}")
+        with self.lock:         # (other threads' sweeps write the gradients)
+            self.flush()
+            c = self._c
+            lines = [f"{'index':>7} {'op':<8} {'operands':<16} {'value':>14} "
+                     f"{'adjoint':>14}"]
+            for i in range(self.nflushed):
+                op, a, b = c.op[i], c.a[i], c.b[i]
+                args = ", ".join(str(k) for k in (a, b) if k >= 0)
+                if _core.OP_ARITY[op] < 2 and op != _core.OPS["LEAF"]:
+                    args += f", c={c.imm[i]:.6g}" if op in _CONST_OPS else ""
+                lines.append(f"{i:>7} {_core.OP_NAMES[op]:<8} {args:<16} "
+                             f"{c.val[i]:>14.6g} {c.grad[i]:>14.6g}")
         return "\n".join(lines)
 
 

@@ -5,6 +5,7 @@ from a thread pool."""
 import concurrent.futures
 import sys
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -195,3 +196,78 @@ def test_a_released_tapes_values_raise_from_any_thread():
     assert len(run_in_thread(use)) == 4
     assert len(use()) == 4
 
+
+
+def test_recording_and_reading_grads_here_while_workers_sweep_into_this_tape(
+        switch_often):
+    """This thread records scalar and array operations on its leaves (C
+    appends that read the operands' flags, without the tape's lock) and
+    reads their gradients, while workers' sweeps run over this tape's
+    entries (receive_grads: marks and gradients written with the GIL
+    released).  Every read sees a whole gradient of whole contributions,
+    and none is lost."""
+    tape = ad.current_tape()
+    w = ad.Value(1.0)
+    h = w
+    for _ in range(2000):       # long sweeps over this tape, to overlap
+        h = h * 1.0
+    small = ad.Array(np.ones(8))        # pooled rows: C keeps the GIL
+    q = small
+    for _ in range(200):
+        q = q * 1.0
+    big = ad.Array(np.ones(3000))       # its own block: C releases the GIL
+    b = big * 1.0
+    z = ad.Value(3.0)           # its gradient assigned from the workers
+    nthreads, rounds = 4, 30
+    start = threading.Barrier(nthreads + 1)
+    steps = [0]         # this thread's, which the workers keep pace with
+    stop = threading.Event()    # (set should this thread fail)
+
+    def worker(k):
+        start.wait()
+        for r in range(rounds):
+            while steps[0] < 2 * r and not stop.is_set():
+                time.sleep(0)
+            # integer contributions: every partial sum is exact
+            loss = h * float(k + 1) + (q * float(r)).sum() + (b * 2.0).sum()
+            loss.backward()
+            z.grad = 5.0
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(nthreads)]
+    for t in threads:
+        t.start()
+    start.wait()
+    seen = {"w": 0.0, "h": 0.0, "small": np.zeros(8), "big": np.zeros(3000)}
+    own = 0
+    try:
+        while any(t.is_alive() for t in threads):
+            steps[0] += 1
+            # operations on entries the workers' sweeps are marking
+            s = w * 2.0 + h - w * h + z
+            a = small * 2.0 + q * small
+            c = big * 3.0 + b
+            assert (s.data, a.data[0], c.data[0]) == (5.0, 3.0, 4.0)
+            if steps[0] % 10 == 0:
+                (h * 1.0).backward()        # this thread's own contribution
+                own += 1
+            # an Array's .grad is the ndarray the sweeps add into: its copy
+            # is whole with them shut out
+            with tape.lock:
+                arrays = np.array(small.grad), np.array(big.grad)
+            for name, grad in (("w", w.grad), ("h", h.grad), ("small", arrays[0]),
+                               ("big", arrays[1])):
+                grad = np.asarray(grad)
+                # whole contributions only, none taken back
+                assert np.array_equal(grad, np.round(grad)), (name, grad)
+                assert np.all(grad >= seen[name]), (name, grad, seen[name])
+                seen[name] = grad
+    finally:
+        stop.set()
+    for t in threads:
+        t.join()
+    assert w.grad == h.grad == rounds * sum(range(1, nthreads + 1)) + own
+    assert z.grad == 5.0
+    assert np.array_equal(small.grad, np.full(8, nthreads * sum(range(rounds))))
+    assert np.array_equal(q.grad, small.grad)
+    assert np.array_equal(big.grad, np.full(3000, 2.0 * nthreads * rounds))
+    assert np.array_equal(b.grad, big.grad)

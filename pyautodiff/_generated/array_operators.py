@@ -21,8 +21,8 @@ def _keep_entry(t, out, arr, nodes, i, pool=None):
     out._t = t
     out._p = pool
     out._i = i
-    nodes.append(out)
     t.nflushed = i + 1
+    nodes.append(out)
 
 
 def _settle_entry(t, out, size, i):
@@ -55,8 +55,8 @@ def _result(t, op, a, b, imm, shape, same_shape=False):
                 out._t = t
                 out._p = pool
                 out._i = i
-                nodes.append(out)
                 t.nflushed = i + 1
+                nodes.append(out)
             except BaseException:
                 t.drop_unkept(i)
                 raise
@@ -89,8 +89,8 @@ def _result(t, op, a, b, imm, shape, same_shape=False):
                 out._t = t
                 out._p = pool
                 out._i = i
-                nodes.append(out)
                 t.nflushed = i + 1
+                nodes.append(out)
             except BaseException:
                 t.drop_unkept(i)
                 raise
@@ -132,8 +132,8 @@ def __add__(self, other):
                     out._t = t
                     out._p = pool
                     out._i = i
-                    nodes.append(out)
                     t.nflushed = i + 1
+                    nodes.append(out)
                 except BaseException:
                     t.drop_unkept(i)
                     raise
@@ -176,8 +176,8 @@ def __add__(self, other):
                     out._t = t
                     out._p = pool
                     out._i = i
-                    nodes.append(out)
                     t.nflushed = i + 1
+                    nodes.append(out)
                 except BaseException:
                     t.drop_unkept(i)
                     raise
@@ -224,8 +224,8 @@ def __radd__(self, other):
                     out._t = t
                     out._p = pool
                     out._i = i
-                    nodes.append(out)
                     t.nflushed = i + 1
+                    nodes.append(out)
                 except BaseException:
                     t.drop_unkept(i)
                     raise
@@ -272,8 +272,8 @@ def __sub__(self, other):
                     out._t = t
                     out._p = pool
                     out._i = i
-                    nodes.append(out)
                     t.nflushed = i + 1
+                    nodes.append(out)
                 except BaseException:
                     t.drop_unkept(i)
                     raise
@@ -316,8 +316,8 @@ def __sub__(self, other):
                     out._t = t
                     out._p = pool
                     out._i = i
-                    nodes.append(out)
                     t.nflushed = i + 1
+                    nodes.append(out)
                 except BaseException:
                     t.drop_unkept(i)
                     raise
@@ -364,8 +364,8 @@ def __rsub__(self, other):
                     out._t = t
                     out._p = pool
                     out._i = i
-                    nodes.append(out)
                     t.nflushed = i + 1
+                    nodes.append(out)
                 except BaseException:
                     t.drop_unkept(i)
                     raise
@@ -412,8 +412,8 @@ def __mul__(self, other):
                     out._t = t
                     out._p = pool
                     out._i = i
-                    nodes.append(out)
                     t.nflushed = i + 1
+                    nodes.append(out)
                 except BaseException:
                     t.drop_unkept(i)
                     raise
@@ -456,8 +456,8 @@ def __mul__(self, other):
                     out._t = t
                     out._p = pool
                     out._i = i
-                    nodes.append(out)
                     t.nflushed = i + 1
+                    nodes.append(out)
                 except BaseException:
                     t.drop_unkept(i)
                     raise
@@ -504,8 +504,8 @@ def __rmul__(self, other):
                     out._t = t
                     out._p = pool
                     out._i = i
-                    nodes.append(out)
                     t.nflushed = i + 1
+                    nodes.append(out)
                 except BaseException:
                     t.drop_unkept(i)
                     raise
@@ -552,8 +552,8 @@ def __truediv__(self, other):
                     out._t = t
                     out._p = pool
                     out._i = i
-                    nodes.append(out)
                     t.nflushed = i + 1
+                    nodes.append(out)
                 except BaseException:
                     t.drop_unkept(i)
                     raise
@@ -596,8 +596,8 @@ def __truediv__(self, other):
                     out._t = t
                     out._p = pool
                     out._i = i
-                    nodes.append(out)
                     t.nflushed = i + 1
+                    nodes.append(out)
                 except BaseException:
                     t.drop_unkept(i)
                     raise
@@ -644,8 +644,8 @@ def __rtruediv__(self, other):
                     out._t = t
                     out._p = pool
                     out._i = i
-                    nodes.append(out)
                     t.nflushed = i + 1
+                    nodes.append(out)
                 except BaseException:
                     t.drop_unkept(i)
                     raise
@@ -692,8 +692,8 @@ def __pow__(self, other):
                     out._t = t
                     out._p = pool
                     out._i = i
-                    nodes.append(out)
                     t.nflushed = i + 1
+                    nodes.append(out)
                 except BaseException:
                     t.drop_unkept(i)
                     raise
@@ -736,8 +736,8 @@ def __pow__(self, other):
                     out._t = t
                     out._p = pool
                     out._i = i
-                    nodes.append(out)
                     t.nflushed = i + 1
+                    nodes.append(out)
                 except BaseException:
                     t.drop_unkept(i)
                     raise
@@ -784,8 +784,8 @@ def __rpow__(self, other):
                     out._t = t
                     out._p = pool
                     out._i = i
-                    nodes.append(out)
                     t.nflushed = i + 1
+                    nodes.append(out)
                 except BaseException:
                     t.drop_unkept(i)
                     raise
@@ -828,8 +828,8 @@ def __neg__(self):
                 out._t = t
                 out._p = pool
                 out._i = i
-                nodes.append(out)
                 t.nflushed = i + 1
+                nodes.append(out)
             except BaseException:
                 t.drop_unkept(i)
                 raise
@@ -870,8 +870,8 @@ def __abs__(self):
                 out._t = t
                 out._p = pool
                 out._i = i
-                nodes.append(out)
                 t.nflushed = i + 1
+                nodes.append(out)
             except BaseException:
                 t.drop_unkept(i)
                 raise
@@ -912,8 +912,8 @@ def relu(self):
                 out._t = t
                 out._p = pool
                 out._i = i
-                nodes.append(out)
                 t.nflushed = i + 1
+                nodes.append(out)
             except BaseException:
                 t.drop_unkept(i)
                 raise
@@ -954,8 +954,8 @@ def tanh(self):
                 out._t = t
                 out._p = pool
                 out._i = i
-                nodes.append(out)
                 t.nflushed = i + 1
+                nodes.append(out)
             except BaseException:
                 t.drop_unkept(i)
                 raise
@@ -996,8 +996,8 @@ def exp(self):
                 out._t = t
                 out._p = pool
                 out._i = i
-                nodes.append(out)
                 t.nflushed = i + 1
+                nodes.append(out)
             except BaseException:
                 t.drop_unkept(i)
                 raise
@@ -1038,8 +1038,8 @@ def log(self):
                 out._t = t
                 out._p = pool
                 out._i = i
-                nodes.append(out)
                 t.nflushed = i + 1
+                nodes.append(out)
             except BaseException:
                 t.drop_unkept(i)
                 raise
@@ -1080,8 +1080,8 @@ def sigmoid(self):
                 out._t = t
                 out._p = pool
                 out._i = i
-                nodes.append(out)
                 t.nflushed = i + 1
+                nodes.append(out)
             except BaseException:
                 t.drop_unkept(i)
                 raise
@@ -1122,8 +1122,8 @@ def sin(self):
                 out._t = t
                 out._p = pool
                 out._i = i
-                nodes.append(out)
                 t.nflushed = i + 1
+                nodes.append(out)
             except BaseException:
                 t.drop_unkept(i)
                 raise
@@ -1164,8 +1164,8 @@ def cos(self):
                 out._t = t
                 out._p = pool
                 out._i = i
-                nodes.append(out)
                 t.nflushed = i + 1
+                nodes.append(out)
             except BaseException:
                 t.drop_unkept(i)
                 raise
@@ -1206,8 +1206,8 @@ def sqrt(self):
                 out._t = t
                 out._p = pool
                 out._i = i
-                nodes.append(out)
                 t.nflushed = i + 1
+                nodes.append(out)
             except BaseException:
                 t.drop_unkept(i)
                 raise
@@ -1252,8 +1252,8 @@ def make_abs(_methods, _otherwise):
                         out._t = t
                         out._p = pool
                         out._i = i
-                        nodes.append(out)
                         t.nflushed = i + 1
+                        nodes.append(out)
                     except BaseException:
                         t.drop_unkept(i)
                         raise
@@ -1302,8 +1302,8 @@ def make_relu(_methods, _otherwise):
                         out._t = t
                         out._p = pool
                         out._i = i
-                        nodes.append(out)
                         t.nflushed = i + 1
+                        nodes.append(out)
                     except BaseException:
                         t.drop_unkept(i)
                         raise
@@ -1352,8 +1352,8 @@ def make_tanh(_methods, _otherwise):
                         out._t = t
                         out._p = pool
                         out._i = i
-                        nodes.append(out)
                         t.nflushed = i + 1
+                        nodes.append(out)
                     except BaseException:
                         t.drop_unkept(i)
                         raise
@@ -1402,8 +1402,8 @@ def make_exp(_methods, _otherwise):
                         out._t = t
                         out._p = pool
                         out._i = i
-                        nodes.append(out)
                         t.nflushed = i + 1
+                        nodes.append(out)
                     except BaseException:
                         t.drop_unkept(i)
                         raise
@@ -1452,8 +1452,8 @@ def make_log(_methods, _otherwise):
                         out._t = t
                         out._p = pool
                         out._i = i
-                        nodes.append(out)
                         t.nflushed = i + 1
+                        nodes.append(out)
                     except BaseException:
                         t.drop_unkept(i)
                         raise
@@ -1502,8 +1502,8 @@ def make_sigmoid(_methods, _otherwise):
                         out._t = t
                         out._p = pool
                         out._i = i
-                        nodes.append(out)
                         t.nflushed = i + 1
+                        nodes.append(out)
                     except BaseException:
                         t.drop_unkept(i)
                         raise
@@ -1552,8 +1552,8 @@ def make_sin(_methods, _otherwise):
                         out._t = t
                         out._p = pool
                         out._i = i
-                        nodes.append(out)
                         t.nflushed = i + 1
+                        nodes.append(out)
                     except BaseException:
                         t.drop_unkept(i)
                         raise
@@ -1602,8 +1602,8 @@ def make_cos(_methods, _otherwise):
                         out._t = t
                         out._p = pool
                         out._i = i
-                        nodes.append(out)
                         t.nflushed = i + 1
+                        nodes.append(out)
                     except BaseException:
                         t.drop_unkept(i)
                         raise
@@ -1652,8 +1652,8 @@ def make_sqrt(_methods, _otherwise):
                         out._t = t
                         out._p = pool
                         out._i = i
-                        nodes.append(out)
                         t.nflushed = i + 1
+                        nodes.append(out)
                     except BaseException:
                         t.drop_unkept(i)
                         raise

@@ -116,8 +116,8 @@ class Value(_Value):
         t = self._t
         if t is DETACHED:
             return 0
-        g = t.grad_of(self)
-        if not t.flags_of(self) & _core.FLAG_GRAD_FLOAT:
+        g, flags = t.grad_and_flags_of(self)
+        if not flags & _core.FLAG_GRAD_FLOAT:
             g = int(g)
         kind = self._gk
         return g if kind is None else _as_kind(kind, g)
@@ -434,7 +434,8 @@ def _sync_data(node):
 
 
 def _set_grad_kinds(root):
-    with np.errstate(all="ignore"):
+    # (the lock: other threads' sweeps write the flags read there)
+    with np.errstate(all="ignore"), root._t.lock:
         kinds = _grad_kinds(root)
     nodes = root._t.nodes
     for i, k in kinds.items():
@@ -462,9 +463,9 @@ def _parts(node):
     if t is DETACHED:           # computed under no_grad: a constant
         return _Parts(None, (), 0.0, 0, node._d, 0, False, None, kids, opname)
     op, a, b, imm, _ = node._entry()
-    flags = t.flags_of(node)
+    grad, flags = t.grad_and_flags_of(node)
     return _Parts(op, tuple(t.nodes[k] for k in (a, b) if k >= 0), imm,
-                  flags & _COPIED_FLAGS, node._d, t.grad_of(node),
+                  flags & _COPIED_FLAGS, node._d, grad,
                   bool(flags & _core.FLAG_GRAD_FLOAT), node._gk, kids, opname)
 
 
