@@ -215,11 +215,9 @@ AD_SIMD_CLONES static int forward_scatter(ad_tape *t, int64_t i)
 #undef VIEWS
 
 /* One step of the sweep: entry i's value, a scalar's from its operands'
- * values, an array's by its kernel.  Inlined into the sweep's loop,
- * where replays spend their time. */
-AD_HOT_INLINE int forward_step(ad_tape *t, int64_t i)
+ * values, an array's (array: t->aux[i] >= 0) by its kernel. */
+AD_HOT_INLINE int forward_step(ad_tape *t, int64_t i, const int array)
 {
-    const int array = t->aux[i] >= 0;
     double *v = t->val;
     const int32_t a = t->a[i], b = t->b[i];
     const double x = a >= 0 ? v[a] : 0.0, y = b >= 0 ? v[b] : 0.0;
@@ -227,7 +225,7 @@ AD_HOT_INLINE int forward_step(ad_tape *t, int64_t i)
     int status = AD_OK;
 /* an array entry runs its kernel, a scalar one the rule after this */
 #define ARRAY(kernel)                                                        \
-    if (AD_UNLIKELY(array)) {                                                \
+    if (array) {                                                             \
         status = kernel(t, i);                                               \
         break;                                                               \
     }
@@ -262,6 +260,14 @@ AD_HOT_INLINE int forward_step(ad_tape *t, int64_t i)
 }
 #undef NO_KERNEL
 
+/* forward_step compiled twice from its one switch, for scalar and for array
+ * entries (array a constant in each), so the scalar copy, where replays spend
+ * their time, tests nothing about arrays. */
+AD_HOT_INLINE int forward_split(ad_tape *t, int64_t i)
+{
+    return t->aux[i] < 0 ? forward_step(t, i, 0) : forward_step(t, i, 1);
+}
+
 static int nonfinite(ad_tape *t, int64_t i, double value)
 {
     return ad_fail(t, AD_ENONFINITE, i, "%s at tape index %lld produced %s",
@@ -271,7 +277,7 @@ static int nonfinite(ad_tape *t, int64_t i, double value)
 
 int ad_forward_entry(ad_tape *t, int64_t i, int check)
 {
-    int status = forward_step(t, i);
+    int status = forward_split(t, i);
     if (status != AD_OK || !check)
         return status;
     if (t->aux[i] >= 0) {
@@ -294,7 +300,7 @@ int ad_forward(ad_tape *t, int64_t lo, int64_t hi, int check)
                        "outside the tape's %lld entries", (long long)lo,
                        (long long)hi, (long long)t->n);
     for (int64_t i = lo; i < hi; ++i) {
-        int status = check ? ad_forward_entry(t, i, 1) : forward_step(t, i);
+        int status = check ? ad_forward_entry(t, i, 1) : forward_split(t, i);
         if (status != AD_OK)
             return status;
     }

@@ -16,14 +16,6 @@
 #define AD_HOT_INLINE static inline
 #endif
 
-/* A branch the hot path (scalar entries) does not take: array entries
- * cost their elements' work, so their dispatch can afford the jump.   */
-#if defined(__GNUC__)
-#define AD_UNLIKELY(x) __builtin_expect(!!(x), 0)
-#else
-#define AD_UNLIKELY(x) (x)
-#endif
-
 /* For the kernels of array entries: built for plain x86-64 and again for
  * AVX2, and the loader picks the one the CPU runs (a GNU ifunc), as NumPy
  * picks its loops at run time.  The AVX2 build does each elementwise loop
@@ -44,20 +36,11 @@ int ad_fail(ad_tape *t, int status, int64_t index, const char *fmt, ...)
     ;
 
 /* An op's row of the op table (rules.h) as opinfo.c expands it, indexed
- * by op code (checked by whoever takes the op from outside).  int_rule is
- * the row's INT column: how the micrograd layer types the gradient the
- * op hands its operands (reverse.c).                                     */
-enum ad_int_rule {
-    AD_INT_FLOAT,
-    AD_INT_PASS,
-    AD_INT_TIMES_OTHER,
-    AD_INT_POWER
-};
+ * by op code (checked by whoever takes the op from outside).             */
 typedef struct ad_op_info {
     const char *name;
     int8_t arity;
     uint8_t kind;           /* enum ad_op_kind */
-    uint8_t int_rule;       /* enum ad_int_rule */
 } ad_op_info;
 extern const ad_op_info ad_ops[AD_NUM_OPS];
 

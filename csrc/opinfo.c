@@ -1,10 +1,10 @@
-/* opinfo.c -- name, arity, kind and integer rule of every op, expanded
- * from the op table (rules.h) and indexed by enum ad_op. */
+/* opinfo.c -- name, arity and kind of every op, expanded from the op
+ * table (rules.h) and indexed by enum ad_op. */
 #include "internal.h"
 #include "rules.h"
 
 #define INFO_OP(CODE, NAME, ARITY, KIND, INT)                                \
-    [CODE] = {NAME, ARITY, AD_KIND_##KIND, AD_INT_##INT},
+    [CODE] = {NAME, ARITY, AD_KIND_##KIND},
 #define INFO_EW(CODE, NAME, ARITY, KIND, INT, VALUE, DA, DB, DAA, DAB, DBB)  \
     INFO_OP(CODE, NAME, ARITY, KIND, INT)
 const ad_op_info ad_ops[AD_NUM_OPS] = {AD_OPS(INFO_OP, INFO_EW)};

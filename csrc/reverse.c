@@ -24,17 +24,28 @@ static int hands_float(const ad_tape *t, int64_t i, int k)
     const uint8_t *f = t->flags;
     if (f[i] & AD_FLAG_GRAD_FLOAT)
         return 1;
-    switch ((enum ad_int_rule)ad_ops[t->op[i]].int_rule) {
-    case AD_INT_PASS:           /* out.grad itself: + and relu */
-        return 0;
-    case AD_INT_TIMES_OTHER:    /* other.data * out.grad */
-        return !(f[k == 0 ? t->b[i] : t->a[i]] & AD_FLAG_VALUE_INT);
-    case AD_INT_POWER:          /* c * x**(c-1) * out.grad */
-        return !((f[i] & AD_FLAG_IMM_INT) && (f[t->a[i]] & AD_FLAG_VALUE_INT)
-                 && t->imm[i] >= 1.0);
-    case AD_INT_FLOAT:
-        return 1;
+/* the INT column's rules: is what the op hands operand k a float? */
+#define INT_PASS 0                      /* out.grad itself */
+#define INT_TIMES_OTHER                 /* other.data * out.grad */          \
+    !(f[k == 0 ? t->b[i] : t->a[i]] & AD_FLAG_VALUE_INT)
+#define INT_POWER                       /* c * x**(c-1) * out.grad */        \
+    !((f[i] & AD_FLAG_IMM_INT) && (f[t->a[i]] & AD_FLAG_VALUE_INT) &&        \
+      t->imm[i] >= 1.0)
+#define INT_FLOAT 1
+#define INT_CASE(CODE, NAME, AR, KIND, INT) case CODE: return INT_##INT;
+#define INT_CASE_EW(CODE, NAME, AR, KIND, INT, VALUE, DA, DB, DAA, DAB, DBB) \
+    INT_CASE(CODE, NAME, AR, KIND, INT)
+    switch ((enum ad_op)t->op[i]) {
+    AD_OPS(INT_CASE, INT_CASE_EW)
+    case AD_NUM_OPS:
+        break;
     }
+#undef INT_CASE
+#undef INT_CASE_EW
+#undef INT_PASS
+#undef INT_TIMES_OTHER
+#undef INT_POWER
+#undef INT_FLOAT
     return 1;
 }
 
@@ -216,13 +227,12 @@ static int check_adjoints(ad_tape *t, double *g, int64_t i)
 
 /* One step of the sweep: entry i's adjoint (adj[i], or its block), times
  * the local derivatives, into its operands' adjoints; for an array entry
- * by its kernel (then, with check, their adjoints are checked).  Inlined
- * into the sweep's loop, where replays spend their time.  ad_backward runs
- * this down the tape, ad_reverse_step on one entry (micrograd's
- * node._backward()).                                                      */
-AD_HOT_INLINE int reverse_step(ad_tape *t, double *adj, int64_t i, int check)
+ * (array: t->aux[i] >= 0) by its kernel, then, with check, their adjoints
+ * are checked.  ad_backward runs this down the tape, ad_reverse_step on
+ * one entry (micrograd's node._backward()).                               */
+AD_HOT_INLINE int reverse_step(ad_tape *t, double *adj, int64_t i, int check,
+                               const int array)
 {
-    const int array = t->aux[i] >= 0;
     AD_TRACE_STEP("rev", t, i, adj, AD_TRACE_ADJ);
     /* a zero adjoint hands nothing down (an unset block is one) */
     if (array ? adj != t->grad && t->blk[t->aux[i]].adj_unset : adj[i] == 0.0)
@@ -236,7 +246,7 @@ AD_HOT_INLINE int reverse_step(ad_tape *t, double *adj, int64_t i, int check)
     int status = AD_OK;
 /* an array entry runs its kernel, a scalar one the rule after this */
 #define ARRAY(kernel)                                                        \
-    if (AD_UNLIKELY(array)) {                                                \
+    if (array) {                                                             \
         status = kernel(t, adj, i);                                          \
         break;                                                               \
     }
@@ -270,6 +280,15 @@ AD_HOT_INLINE int reverse_step(ad_tape *t, double *adj, int64_t i, int check)
 }
 #undef NO_KERNEL
 
+/* reverse_step compiled twice from its one switch, for scalar and for array
+ * entries (array a constant in each), so the scalar copy, where replays spend
+ * their time, tests nothing about arrays. */
+AD_HOT_INLINE int reverse_split(ad_tape *t, double *adj, int64_t i, int check)
+{
+    return t->aux[i] < 0 ? reverse_step(t, adj, i, check, 0)
+                         : reverse_step(t, adj, i, check, 1);
+}
+
 /* reverse_step with what the plain sweep leaves out: micrograd's integer
  * typing of gradients (in place) and, with check, a scalar entry's
  * operands' adjoints checked.                                             */
@@ -284,9 +303,9 @@ static int reverse_entry(ad_tape *t, double *adj, int64_t i, int mode,
         if (b >= 0 && hands_float(t, i, 1))
             t->flags[b] |= AD_FLAG_GRAD_FLOAT;
     }
-    int status = reverse_step(t, adj, i, check);
     if (t->aux[i] >= 0)
-        return status;
+        return reverse_step(t, adj, i, check, 1);
+    int status = reverse_step(t, adj, i, check, 0);
     if (status == AD_OK && check && ((a >= 0 && !isfinite(adj[a])) ||
                                      (b >= 0 && !isfinite(adj[b]))))
         return ad_fail(t, AD_ENONFINITE, i, "backward of %s at tape index "
@@ -389,7 +408,7 @@ int ad_backward_arrays(ad_tape *t, int64_t nseeds, const int64_t *idx,
         REACH(B[i])
 #undef REACH
         status = mode != AD_SWEEP_INPLACE && !check
-                     ? reverse_step(t, g, i, 0)
+                     ? reverse_split(t, g, i, 0)
                      : reverse_entry(t, g, i, mode, check);
         if (status != AD_OK)
             return status;

@@ -149,10 +149,10 @@ AD_SIMD_CLONES static int second_scatter(ad_tape *t, int64_t i)
 #undef VIEWS
 
 /* One step of the sweep: entry i's adjoint and its tangent into its
- * operands', a scalar's by the rules below, an array's by its kernel. */
-static int second_step(ad_tape *t, int64_t i)
+ * operands', a scalar's by the rules below, an array's (array:
+ * t->aux[i] >= 0) by its kernel. */
+AD_HOT_INLINE int second_step(ad_tape *t, int64_t i, const int array)
 {
-    const int array = t->aux[i] >= 0;
     double *adj = t->adj, *dadj = t->dadj;
     const double g = adj[i], dg = dadj[i];
     AD_TRACE_STEP("2nd", t, i, adj, AD_TRACE_ADJ | AD_TRACE_DADJ);
@@ -167,7 +167,7 @@ static int second_step(ad_tape *t, int64_t i)
     (void)x; (void)y; (void)v; (void)c;
 /* an array entry runs its kernel, a scalar one the rule after this */
 #define ARRAY(kernel)                                                        \
-    if (AD_UNLIKELY(array))                                                  \
+    if (array)                                                               \
         return kernel(t, i);
     switch ((enum ad_op)t->op[i]) {
 #define ELEMENTWISE(CODE, NAME, AR, KIND, INT, VALUE, DA, DB, DAA, DAB, DBB) \
@@ -243,7 +243,8 @@ int ad_second_order(ad_tape *t, int64_t nseeds, const int64_t *idx,
     for (int64_t i = top; i >= 0; --i) {
         if (t->op[i] == AD_LEAF || !(t->flags[i] & AD_FLAG_VARIABLE))
             continue;
-        if ((status = second_step(t, i)) != AD_OK)
+        status = t->aux[i] < 0 ? second_step(t, i, 0) : second_step(t, i, 1);
+        if (status != AD_OK)
             return status;
     }
     return AD_OK;

@@ -120,10 +120,9 @@ AD_SIMD_CLONES static int tangent_scatter(ad_tape *t, int64_t i)
 #undef VIEWS
 
 /* One step of the sweep: entry i's tangent, a scalar's from its operands'
- * tangents, an array's by its kernel. */
-static int tangent_step(ad_tape *t, int64_t i)
+ * tangents, an array's (array: t->aux[i] >= 0) by its kernel. */
+AD_HOT_INLINE int tangent_step(ad_tape *t, int64_t i, const int array)
 {
-    const int array = t->aux[i] >= 0;
     const int32_t a = t->a[i], b = t->b[i];
     const uint8_t *f = t->flags;
     double *tan = t->tan;
@@ -135,7 +134,7 @@ static int tangent_step(ad_tape *t, int64_t i)
     int status = AD_OK;
 /* an array entry runs its kernel, a scalar one the rule after this */
 #define ARRAY(kernel)                                                        \
-    if (AD_UNLIKELY(array)) {                                                \
+    if (array) {                                                             \
         status = kernel(t, i);                                               \
         break;                                                               \
     }
@@ -220,7 +219,8 @@ int ad_tangent(ad_tape *t, int64_t hi, int64_t nseeds, const int64_t *idx,
     for (int64_t i = 0; i < hi; ++i) {
         if (t->op[i] == AD_LEAF || !(t->flags[i] & AD_FLAG_VARIABLE))
             continue;
-        if ((status = tangent_step(t, i)) != AD_OK)
+        status = t->aux[i] < 0 ? tangent_step(t, i, 0) : tangent_step(t, i, 1);
+        if (status != AD_OK)
             return status;
     }
     return AD_OK;
