@@ -260,12 +260,15 @@ AD_HOT_INLINE int forward_step(ad_tape *t, int64_t i, const int array)
 }
 #undef NO_KERNEL
 
-/* forward_step compiled twice from its one switch, for scalar and for array
- * entries (array a constant in each), so the scalar copy, where replays spend
- * their time, tests nothing about arrays. */
+AD_NOINLINE static int forward_array_step(ad_tape *t, int64_t i)
+{
+    return forward_step(t, i, 1);
+}
+
+/* the step of entry i, scalar or array (AD_NOINLINE) */
 AD_HOT_INLINE int forward_split(ad_tape *t, int64_t i)
 {
-    return t->aux[i] < 0 ? forward_step(t, i, 0) : forward_step(t, i, 1);
+    return t->aux[i] < 0 ? forward_step(t, i, 0) : forward_array_step(t, i);
 }
 
 static int nonfinite(ad_tape *t, int64_t i, double value)

@@ -16,6 +16,17 @@
 #define AD_HOT_INLINE static inline
 #endif
 
+/* A sweep's step is compiled twice from its one switch: inlined, with
+ * array 0, into the loop where scalar entries run (no case then tests for
+ * arrays), and once out of line for array entries, which keeps their
+ * kernels' calls out of that loop (inlined there too, they made the
+ * scalar tangent and micrograd sweeps about a tenth slower).            */
+#if defined(__GNUC__)
+#define AD_NOINLINE __attribute__((noinline))
+#else
+#define AD_NOINLINE
+#endif
+
 /* For the kernels of array entries: built for plain x86-64 and again for
  * AVX2, and the loader picks the one the CPU runs (a GNU ifunc), as NumPy
  * picks its loops at run time.  The AVX2 build does each elementwise loop

@@ -280,13 +280,17 @@ AD_HOT_INLINE int reverse_step(ad_tape *t, double *adj, int64_t i, int check,
 }
 #undef NO_KERNEL
 
-/* reverse_step compiled twice from its one switch, for scalar and for array
- * entries (array a constant in each), so the scalar copy, where replays spend
- * their time, tests nothing about arrays. */
+AD_NOINLINE static int reverse_array_step(ad_tape *t, double *adj,
+                                          int64_t i, int check)
+{
+    return reverse_step(t, adj, i, check, 1);
+}
+
+/* the step of entry i, scalar or array (AD_NOINLINE) */
 AD_HOT_INLINE int reverse_split(ad_tape *t, double *adj, int64_t i, int check)
 {
     return t->aux[i] < 0 ? reverse_step(t, adj, i, check, 0)
-                         : reverse_step(t, adj, i, check, 1);
+                         : reverse_array_step(t, adj, i, check);
 }
 
 /* reverse_step with what the plain sweep leaves out: micrograd's integer
@@ -304,7 +308,7 @@ static int reverse_entry(ad_tape *t, double *adj, int64_t i, int mode,
             t->flags[b] |= AD_FLAG_GRAD_FLOAT;
     }
     if (t->aux[i] >= 0)
-        return reverse_step(t, adj, i, check, 1);
+        return reverse_array_step(t, adj, i, check);
     int status = reverse_step(t, adj, i, check, 0);
     if (status == AD_OK && check && ((a >= 0 && !isfinite(adj[a])) ||
                                      (b >= 0 && !isfinite(adj[b]))))

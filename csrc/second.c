@@ -208,6 +208,11 @@ AD_HOT_INLINE int second_step(ad_tape *t, int64_t i, const int array)
 }
 #undef NO_KERNEL
 
+AD_NOINLINE static int second_array_step(ad_tape *t, int64_t i)
+{
+    return second_step(t, i, 1);
+}
+
 int ad_second_order(ad_tape *t, int64_t nseeds, const int64_t *idx,
                     const double *seed, const double *const *seed_arrays)
 {
@@ -243,7 +248,8 @@ int ad_second_order(ad_tape *t, int64_t nseeds, const int64_t *idx,
     for (int64_t i = top; i >= 0; --i) {
         if (t->op[i] == AD_LEAF || !(t->flags[i] & AD_FLAG_VARIABLE))
             continue;
-        status = t->aux[i] < 0 ? second_step(t, i, 0) : second_step(t, i, 1);
+        status = t->aux[i] < 0 ? second_step(t, i, 0)
+                               : second_array_step(t, i);
         if (status != AD_OK)
             return status;
     }

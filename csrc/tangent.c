@@ -168,6 +168,11 @@ AD_HOT_INLINE int tangent_step(ad_tape *t, int64_t i, const int array)
 }
 #undef NO_KERNEL
 
+AD_NOINLINE static int tangent_array_step(ad_tape *t, int64_t i)
+{
+    return tangent_step(t, i, 1);
+}
+
 /* Checks shared by the tangent and second-order sweeps' seeds. */
 int ad_check_seeds(ad_tape *t, int64_t nseeds, const int64_t *idx,
                    int leaves_only)
@@ -219,7 +224,8 @@ int ad_tangent(ad_tape *t, int64_t hi, int64_t nseeds, const int64_t *idx,
     for (int64_t i = 0; i < hi; ++i) {
         if (t->op[i] == AD_LEAF || !(t->flags[i] & AD_FLAG_VARIABLE))
             continue;
-        status = t->aux[i] < 0 ? tangent_step(t, i, 0) : tangent_step(t, i, 1);
+        status = t->aux[i] < 0 ? tangent_step(t, i, 0)
+                               : tangent_array_step(t, i);
         if (status != AD_OK)
             return status;
     }
