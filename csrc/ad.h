@@ -36,56 +36,21 @@
 
 #include <stdint.h>
 
-/* Op codes.  a, b: operand entries; c: the entry's immediate (imm);
- * v: the entry's own value; g: its adjoint.                               */
-enum ad_op {
-    AD_LEAF,    /* -       v = c                 (input: no operands)          */
-    AD_ADD,     /* a b     v = a + b             ga += g;      gb += g         */
-    AD_SUB,     /* a b     v = a - b             ga += g;      gb -= g         */
-    AD_MUL,     /* a b     v = a * b             ga += b*g;    gb += a*g       */
-    AD_DIV,     /* a b     v = a / b             ga += g/b;    gb -= g*v/b     */
-    AD_POW,     /* a b     v = a ** b            ga += b*a**(b-1)*g; gb += v*log(a)*g */
-    AD_ADDC,    /* a       v = a + c             ga += g                       */
-    AD_MULC,    /* a       v = a * c             ga += c*g                     */
-    AD_DIVC,    /* a       v = a / c             ga += g/c                     */
-    AD_RSUBC,   /* a       v = c - a             ga -= g                       */
-    AD_RDIVC,   /* a       v = c / a             ga -= g*v/a                   */
-    AD_POWC,    /* a       v = a ** c            ga += c*a**(c-1)*g            */
-    AD_RPOWC,   /* a       v = c ** a            ga += v*log(c)*g              */
-    AD_NEG,     /* a       v = -a                ga -= g                       */
-    AD_ABS,     /* a       v = |a|               ga += sign(a)*g               */
-    AD_RELU,    /* a       v = max(a, 0)         ga += (v > 0)*g               */
-    AD_TANH,    /* a       v = tanh(a)           ga += (1 - v*v)*g             */
-    AD_EXP,     /* a       v = exp(a)            ga += v*g                     */
-    AD_LOG,     /* a       v = log(a)            ga += g/a                     */
-    AD_SIGMOID, /* a       v = 1/(1+exp(-a))     ga += v*(1-v)*g               */
-    AD_SIN,     /* a       v = sin(a)            ga += cos(a)*g                */
-    AD_COS,     /* a       v = cos(a)            ga -= sin(a)*g                */
-    AD_SQRT,    /* a       v = sqrt(a)           ga += g/(2*v)                 */
-    AD_MAXIMUM, /* a b     v = max(a, b) (nan wins)  ga += g where a wins, half on ties */
-    AD_MINIMUM, /* a b     v = min(a, b) (nan wins)  ga += g where a wins, half on ties */
-    AD_SELECT,  /* a m     v = m != 0 ? a : 0      ga += m != 0 ? g : 0 (m: a mask) */
-    AD_LT,      /* a b     v = a < b  (1.0 or 0.0)   no derivative: a constant  */
-    AD_LE,      /* a b     v = a <= b                no derivative              */
-    AD_EQ,      /* a b     v = a == b                no derivative              */
-    AD_NE,      /* a b     v = a != b                no derivative              */
-    AD_SQUARE,  /* a       v = a * a (an Array's a**2, as NumPy computes it)
-                                                 ga += 2*a*g                   */
-    AD_SUM,     /* a       v = sum(a over the dims v has as 1) / c   ga += g/c */
-    AD_MAX,     /* a       v = max(a over the dims v has as 1)  g split among ties */
-    AD_MIN,     /* a       v = min(a over the dims v has as 1)  g split among ties */
-    AD_GATHER,  /* a       v[k] = a[map[k]]        ga[map[k]] += g[k]
-                           (map: an index map, or affine: ad_block.stride) */
-    AD_SCATTER, /* a       v = 0; v[map[k]] += a[k]  ga[k] += g[map[k]]         */
-    AD_RESHAPE, /* a       v = a in another shape (same elements)  ga += g    */
-    AD_EXTERN,  /* a b     v = f(a, b), rules in Python (matmul, custom ops):
-                            the sweeps call the tape's callbacks            */
-    AD_LSE,     /* a       v = log(sum(exp(a) over the dims v has as 1)),
-                           shifted by their max so nothing overflows
-                                                 ga += exp(a - v)*g (softmax) */
-    /* Saved recordings (pyautodiff/tapefile.py) hold these numbers: a new
-     * op goes here, at the end, so the others keep theirs.               */
-    AD_NUM_OPS
+/* Op codes: enum ad_op, AD_LEAF ... AD_NUM_OPS.  Each op is one row of
+ * the table in rules.h (its name, arity, kind and derivative rules);
+ * opcodes.h is the enum written out from it for cffi, which expands no
+ * macros.                                                               */
+#include "opcodes.h"
+
+/* What kind of op an op is (rules.h says what each means). */
+enum ad_op_kind {
+    AD_KIND_LEAF,
+    AD_KIND_ELEMENTWISE,
+    AD_KIND_COMPARE,
+    AD_KIND_REDUCE,
+    AD_KIND_MOVE,
+    AD_KIND_MAP,
+    AD_KIND_EXTERN
 };
 
 /* Error codes returned by the functions below; details in tape->errmsg. */
@@ -217,8 +182,10 @@ typedef struct ad_tape {
 #define AD_MAX_ENTRIES 2147483647
 
 const char *ad_version(void);
+/* "?", -1 and -1 for an unknown op. */
 const char *ad_op_name(int op);
 int ad_op_arity(int op);
+int ad_op_kind(int op);
 
 ad_tape *ad_tape_new(void);
 void ad_tape_free(ad_tape *t);

@@ -182,47 +182,46 @@ static int entry_shape(ad_tape *t, int64_t j, int *ndim, const int64_t **shape)
     return AD_OK;
 }
 
-static int check_shapes(ad_tape *t, int op, int64_t a, int64_t b,
-                        int32_t ndim, const int64_t *shape)
+/* The shape of an entry against its operands', by the op's kind. */
+static int check_reduction(ad_tape *t, int op, int and_, const int64_t *ash,
+                           int32_t ndim, const int64_t *shape)
 {
-    int arity = ad_op_arity(op);
-    if (op == AD_LEAF || op == AD_EXTERN)   /* extern: shaped by Python */
+    /* the output keeps every dimension: 1 where it is reduced over; or,
+     * reduced over all of them, it is 0-d (it broadcasts to the operand's
+     * every element just the same) */
+    if (ndim == 0)
         return AD_OK;
-    if (op == AD_GATHER || op == AD_SCATTER)
-        return ad_fail(t, AD_EINVAL, -1, "%s needs its index map "
-                       "(ad_array_append_map)", ad_op_name(op));
-    int and_;
-    const int64_t *ash;
-    entry_shape(t, a, &and_, &ash);
-    if (op == AD_SUM || op == AD_MAX || op == AD_MIN || op == AD_LSE) {
-        /* the output keeps every dimension: 1 where it is reduced over;
-         * or, reduced over all of them, it is 0-d (it broadcasts to the
-         * operand's every element just the same) */
-        if (ndim == 0)
-            return AD_OK;
-        if (and_ != ndim)
-            return ad_fail(t, AD_EINVAL, -1, "%s: output has %d dims, "
-                           "input %d", ad_op_name(op), (int)ndim, and_);
-        for (int d = 0; d < ndim; ++d)
-            if (shape[d] != ash[d] && shape[d] != 1)
-                return ad_fail(t, AD_EINVAL, -1, "%s: output dim %d is "
-                               "%lld, input %lld", ad_op_name(op), d,
-                               (long long)shape[d], (long long)ash[d]);
-        return AD_OK;
-    }
-    if (op == AD_RESHAPE) {
-        int64_t size = 1, asize = 1;
-        for (int d = 0; d < ndim; ++d)
-            size *= shape[d];
-        for (int d = 0; d < and_; ++d)
-            asize *= ash[d];
-        if (size != asize)
-            return ad_fail(t, AD_EINVAL, -1, "reshape: %lld elements into "
-                           "%lld", (long long)asize, (long long)size);
-        return AD_OK;
-    }
-    /* elementwise: every operand broadcasts to the output, and the output
-     * is no larger than the operands make it */
+    if (and_ != ndim)
+        return ad_fail(t, AD_EINVAL, -1, "%s: output has %d dims, input %d",
+                       ad_op_name(op), (int)ndim, and_);
+    for (int d = 0; d < ndim; ++d)
+        if (shape[d] != ash[d] && shape[d] != 1)
+            return ad_fail(t, AD_EINVAL, -1, "%s: output dim %d is %lld, "
+                           "input %lld", ad_op_name(op), d,
+                           (long long)shape[d], (long long)ash[d]);
+    return AD_OK;
+}
+
+static int check_reshape(ad_tape *t, int and_, const int64_t *ash,
+                         int32_t ndim, const int64_t *shape)
+{
+    int64_t size = 1, asize = 1;
+    for (int d = 0; d < ndim; ++d)
+        size *= shape[d];
+    for (int d = 0; d < and_; ++d)
+        asize *= ash[d];
+    if (size != asize)
+        return ad_fail(t, AD_EINVAL, -1, "reshape: %lld elements into %lld",
+                       (long long)asize, (long long)size);
+    return AD_OK;
+}
+
+/* elementwise: every operand broadcasts to the output, and the output is
+ * no larger than the operands make it */
+static int check_broadcast(ad_tape *t, int op, int and_, const int64_t *ash,
+                           int64_t b, int32_t ndim, const int64_t *shape)
+{
+    const int arity = ad_op_arity(op);
     int bnd = 0;
     const int64_t *bsh = 0;
     if (arity == 2)
@@ -240,6 +239,32 @@ static int check_shapes(ad_tape *t, int op, int64_t a, int64_t b,
             return ad_fail(t, AD_EINVAL, -1, "%s: output dim %d is %lld, the "
                            "operands make it %lld", ad_op_name(op), d,
                            (long long)shape[d], (long long)want);
+    }
+    return AD_OK;
+}
+
+/* op: a checked op code */
+static int check_shapes(ad_tape *t, int op, int64_t a, int64_t b,
+                        int32_t ndim, const int64_t *shape)
+{
+    int and_ = 0;
+    const int64_t *ash = 0;
+    if (a >= 0)
+        entry_shape(t, a, &and_, &ash);
+    switch ((enum ad_op_kind)ad_ops[op].kind) {
+    case AD_KIND_LEAF:
+    case AD_KIND_EXTERN:        /* shaped by Python */
+        return AD_OK;
+    case AD_KIND_MAP:
+        return ad_fail(t, AD_EINVAL, -1, "%s needs its index map "
+                       "(ad_array_append_map)", ad_op_name(op));
+    case AD_KIND_REDUCE:
+        return check_reduction(t, op, and_, ash, ndim, shape);
+    case AD_KIND_MOVE:
+        return check_reshape(t, and_, ash, ndim, shape);
+    case AD_KIND_ELEMENTWISE:
+    case AD_KIND_COMPARE:
+        return check_broadcast(t, op, and_, ash, b, ndim, shape);
     }
     return AD_OK;
 }
@@ -347,7 +372,7 @@ static int check_entry(ad_tape *t, int op, int64_t a, int64_t b,
 static int check_map(ad_tape *t, int op, int64_t a, int32_t ndim,
                      const int64_t *shape, const int64_t *map, int64_t nmap)
 {
-    if (op != AD_GATHER && op != AD_SCATTER)
+    if (ad_op_kind(op) != AD_KIND_MAP)
         return ad_fail(t, AD_EINVAL, -1, "%s takes no index map",
                        ad_op_name(op));
     if (a < 0 || a >= t->n)
@@ -543,7 +568,7 @@ int ad_array_check(ad_tape *t, int op, int64_t a, int64_t b, int32_t ndim,
         return op == AD_GATHER ? check_strided(t, a, ndim, shape, offset, stride)
                                : ad_fail(t, AD_EINVAL, t->n, "%s cannot be "
                                          "strided", ad_op_name(op));
-    if (map || op == AD_GATHER || op == AD_SCATTER)
+    if (map || ad_ops[op].kind == AD_KIND_MAP)
         return check_map(t, op, a, ndim, shape, map, nmap);
     return check_shapes(t, op, a, b, ndim, shape);
 }

@@ -3,9 +3,10 @@
 setup.py names ``csrc/build_ffi.py:ffibuilder`` in ``cffi_modules``.  This is
 the one file that imports ``cffi.FFI``; at run time only ``pyautodiff._core``
 touches the compiled module.  The declarations come from ``csrc/ad.h`` (the
-tape and its ops), ``csrc/optim.h`` (optimizer steps) and ``csrc/lbfgs.h``
-(the minimizer) themselves, minus preprocessor lines, so the op enum is
-written exactly once.
+tape), ``csrc/opcodes.h`` (its op enum, which it includes), ``csrc/optim.h``
+(optimizer steps) and ``csrc/lbfgs.h`` (the minimizer) themselves, minus
+preprocessor lines.  The op enum is written out from the op table in
+``csrc/rules.h`` by ``csrc/gen_opcodes.py``, as cffi expands no macros.
 """
 import os
 import re
@@ -16,7 +17,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 SOURCES = ["tape.c", "opinfo.c", "blocks.c", "blockcache.c", "forward.c",
            "reverse.c", "tangent.c", "second.c", "optim.c", "lbfgs.c"]
-HEADERS = ["ad.h", "optim.h", "lbfgs.h"]
+HEADERS = ["opcodes.h", "ad.h", "optim.h", "lbfgs.h"]
 
 
 def package_version():

@@ -79,21 +79,95 @@ static double lse_row(const double *x, int64_t n)
     return m + log(sum_exp_shifted(x, n, m));
 }
 
-/* LSE entry i (output o, operand a): a reduction over contiguous rows
- * (the last axes) a row at a time; any other in three passes (max, sum of the
- * shifted exponentials, log) over a broadcast iteration. */
-static int forward_lse(ad_tape *t, int64_t i, const ad_view *o, const ad_view *a)
+/* The array kernels: entry i's block from its operands'.  Each op's
+ * case in forward_step below runs one for an array entry.              */
+
+/* an array entry's views: its own and its operands' values */
+#define VIEWS                                                                \
+    ad_view o = ad_value_view(t, i);                                         \
+    ad_view a = ad_value_view(t, t->a[i])
+
+/* Elementwise ops: the table's VALUE per element, operands broadcast. */
+#define AD_EXP_OF ad_vexp
+#define AD_TANH_OF ad_vtanh
+#define NO_KERNEL(CODE, NAME, ARITY, KIND, INT)
+#define ELEMENTWISE_KERNEL(CODE, NAME, AR, KIND, INT, VALUE, DA, DB, DAA,    \
+                           DAB, DBB)                                         \
+    AD_SIMD_CLONES static int forward_##CODE(ad_tape *t, int64_t i)          \
+    {                                                                        \
+        VIEWS;                                                               \
+        ad_view b = AR == 2 ? ad_value_view(t, t->b[i]) : a;                 \
+        const double c = t->imm[i];                                          \
+        ad_iter it;                                                          \
+        ad_iter_init(&it, o.ndim, o.shape, &o, &a, &b);                      \
+        AD_ITERATE(&it, {                                                    \
+            double x = a.val[ka], y = b.val[kb];                             \
+            (void)x; (void)y; (void)c;                                       \
+            o.val[ko] = (VALUE);                                             \
+        });                                                                  \
+        return AD_OK;                                                        \
+    }
+AD_OPS(NO_KERNEL, ELEMENTWISE_KERNEL)
+#undef ELEMENTWISE_KERNEL
+#undef AD_EXP_OF
+#undef AD_TANH_OF
+
+/* Reductions iterate over the operand's elements; the output is the
+ * broadcast side. */
+AD_SIMD_CLONES static int forward_sum(ad_tape *t, int64_t i)
 {
+    VIEWS;
     const int64_t size = t->blk[t->aux[i]].size;
     for (int64_t k = 0; k < size; ++k)
-        o->val[k] = -INFINITY;          /* what an empty reduction gives */
+        o.val[k] = 0.0;
     ad_iter it;
-    ad_iter_init(&it, a->ndim, a->shape, o, a, 0);
+    ad_iter_init(&it, a.ndim, a.shape, &o, &a, 0);
+    int64_t n;
+    if (ad_iter_rows(&it, &n)) {    /* pairwise, a row at a time */
+        AD_ITERATE(&it, o.val[ko] += sum_pairwise(a.val + ka, n));
+    } else {
+        AD_ITERATE(&it, o.val[ko] += a.val[ka]);
+    }
+    for (int64_t k = 0; k < size; ++k)
+        o.val[k] /= t->imm[i];
+    return AD_OK;
+}
+
+/* MAX and MIN: a NaN wins, as in NumPy */
+AD_SIMD_CLONES static int forward_extreme(ad_tape *t, int64_t i)
+{
+    VIEWS;
+    const int max = t->op[i] == AD_MAX;
+    const int64_t size = t->blk[t->aux[i]].size;
+    for (int64_t k = 0; k < size; ++k)
+        o.val[k] = max ? -INFINITY : INFINITY;
+    ad_iter it;
+    ad_iter_init(&it, a.ndim, a.shape, &o, &a, 0);
+    if (max)
+        AD_ITERATE(&it, { double x = a.val[ka];
+                          if (x > o.val[ko] || isnan(x)) o.val[ko] = x; });
+    else
+        AD_ITERATE(&it, { double x = a.val[ka];
+                          if (x < o.val[ko] || isnan(x)) o.val[ko] = x; });
+    return AD_OK;
+}
+
+/* LSE: a reduction over contiguous rows (the last axes) a row at a time;
+ * any other in three passes (max, sum of the shifted exponentials, log)
+ * over a broadcast iteration. */
+AD_SIMD_CLONES static int forward_lse(ad_tape *t, int64_t i)
+{
+    VIEWS;
+    const int64_t size = t->blk[t->aux[i]].size;
+    for (int64_t k = 0; k < size; ++k)
+        o.val[k] = -INFINITY;           /* what an empty reduction gives */
+    ad_iter it;
+    ad_iter_init(&it, a.ndim, a.shape, &o, &a, 0);
     ad_iter rows = it;
     int64_t n;
     if (ad_iter_rows(&rows, &n) && n * size == it.size) {
         /* each output element is one contiguous row's */
-        AD_ITERATE(&rows, o->val[ko] = lse_row(a->val + ka, n));
+        AD_ITERATE(&rows, o.val[ko] = lse_row(a.val + ka, n));
         return AD_OK;
     }
     if (size == 0)
@@ -101,133 +175,100 @@ static int forward_lse(ad_tape *t, int64_t i, const ad_view *o, const ad_view *a
     double *sum = calloc((size_t)size, sizeof *sum);
     if (!sum)
         return ad_fail(t, AD_ENOMEM, i, "out of memory in logsumexp");
-    AD_ITERATE(&it, { double x = a->val[ka];
-                      if (x > o->val[ko] || isnan(x)) o->val[ko] = x; });
+    AD_ITERATE(&it, { double x = a.val[ka];
+                      if (x > o.val[ko] || isnan(x)) o.val[ko] = x; });
     for (int64_t k = 0; k < size; ++k)
-        o->val[k] = lse_shift(o->val[k]);
-    AD_ITERATE(&it, sum[ko] += ad_vexp(a->val[ka] - o->val[ko]));
+        o.val[k] = lse_shift(o.val[k]);
+    AD_ITERATE(&it, sum[ko] += ad_vexp(a.val[ka] - o.val[ko]));
     for (int64_t k = 0; k < size; ++k)
-        o->val[k] += log(sum[k]);
+        o.val[k] += log(sum[k]);
     free(sum);
     return AD_OK;
 }
 
-/* Entry i when it is an array: its elements, operands broadcast. */
-AD_SIMD_CLONES static int forward_array(ad_tape *t, int64_t i)
+AD_SIMD_CLONES static int forward_reshape(ad_tape *t, int64_t i)
 {
-    ad_view o = ad_value_view(t, i);
-    int op = t->op[i];
-    if (op == AD_LEAF)
-        return AD_OK;
-    if (op == AD_EXTERN)
-        return ad_call_extern(t, t->extern_forward, i, "forward");
-    ad_view a = ad_value_view(t, t->a[i]);
-    ad_view b = t->b[i] >= 0 ? ad_value_view(t, t->b[i]) : a;
-    const double c = t->imm[i];
-    ad_iter it;
-    if (op == AD_SUM) {
-        /* over the operand's elements; the output is the broadcast side */
-        int64_t size = t->blk[t->aux[i]].size;
-        for (int64_t k = 0; k < size; ++k)
-            o.val[k] = 0.0;
-        ad_iter_init(&it, a.ndim, a.shape, &o, &a, 0);
-        int64_t n;
-        if (ad_iter_rows(&it, &n)) {    /* pairwise, a row at a time */
-            AD_ITERATE(&it, o.val[ko] += sum_pairwise(a.val + ka, n));
-        } else {
-            AD_ITERATE(&it, o.val[ko] += a.val[ka]);
-        }
-        for (int64_t k = 0; k < size; ++k)
-            o.val[k] /= c;
-        return AD_OK;
-    }
-    if (op == AD_MAX || op == AD_MIN) {
-        int64_t size = t->blk[t->aux[i]].size;
-        for (int64_t k = 0; k < size; ++k)
-            o.val[k] = op == AD_MAX ? -INFINITY : INFINITY;
-        ad_iter_init(&it, a.ndim, a.shape, &o, &a, 0);
-        if (op == AD_MAX)       /* a NaN wins, as in NumPy */
-            AD_ITERATE(&it, { double x = a.val[ka];
-                              if (x > o.val[ko] || isnan(x)) o.val[ko] = x; });
-        else
-            AD_ITERATE(&it, { double x = a.val[ka];
-                              if (x < o.val[ko] || isnan(x)) o.val[ko] = x; });
-        return AD_OK;
-    }
-    if (op == AD_LSE)
-        return forward_lse(t, i, &o, &a);
-    if (op == AD_RESHAPE) {
-        int64_t size = t->blk[t->aux[i]].size;
-        for (int64_t k = 0; k < size; ++k)
-            o.val[k] = a.val[k];
-        return AD_OK;
-    }
-    if (op == AD_GATHER || op == AD_SCATTER) {
-        const ad_block *bk = &t->blk[t->aux[i]];
-        if (op == AD_GATHER) {
-            AD_GATHER_EACH(bk, o.val[ko] = a.val[ks]);
-        } else {
-            for (int64_t k = 0; k < bk->size; ++k)
-                o.val[k] = 0.0;
-            for (int64_t k = 0; k < bk->nmap; ++k)
-                o.val[bk->map[k]] += a.val[k];
-        }
-        return AD_OK;
-    }
-    ad_iter_init(&it, o.ndim, o.shape, &o, &a, &b);
-    switch ((enum ad_op)op) {
-#define AD_EXP_OF ad_vexp
-#define AD_TANH_OF ad_vtanh
-#define ARRAY_CASE(OP, AR, EXPR, DA, DB, DAA, DAB, DBB)                      \
-    case OP:                                                                 \
-        AD_ITERATE(&it, {                                                    \
-            double x = a.val[ka], y = b.val[kb];                             \
-            (void)x; (void)y; (void)c;                                       \
-            o.val[ko] = (EXPR);                                              \
-        });                                                                  \
-        break;
-    AD_ELEMENTWISE_RULES(ARRAY_CASE)
-#undef ARRAY_CASE
-#undef AD_EXP_OF
-#undef AD_TANH_OF
-    case AD_LEAF: case AD_SUM: case AD_MAX: case AD_MIN: case AD_RESHAPE:
-    case AD_GATHER: case AD_SCATTER: case AD_EXTERN: case AD_LSE:
-    case AD_NUM_OPS:
-        break;
-    }
+    VIEWS;
+    const int64_t size = t->blk[t->aux[i]].size;
+    for (int64_t k = 0; k < size; ++k)
+        o.val[k] = a.val[k];
     return AD_OK;
 }
 
-/* A scalar entry: its rule, on the values of its operands.  Inlined into
- * the sweep's loop, where replays spend their time. */
-AD_HOT_INLINE int forward_scalar(ad_tape *t, int64_t i)
+AD_SIMD_CLONES static int forward_gather(ad_tape *t, int64_t i)
+{
+    VIEWS;
+    AD_GATHER_EACH(&t->blk[t->aux[i]], o.val[ko] = a.val[ks]);
+    return AD_OK;
+}
+
+AD_SIMD_CLONES static int forward_scatter(ad_tape *t, int64_t i)
+{
+    VIEWS;
+    const ad_block *bk = &t->blk[t->aux[i]];
+    for (int64_t k = 0; k < bk->size; ++k)
+        o.val[k] = 0.0;
+    for (int64_t k = 0; k < bk->nmap; ++k)
+        o.val[bk->map[k]] += a.val[k];
+    return AD_OK;
+}
+#undef VIEWS
+
+/* One step of the sweep: entry i's value, a scalar's from its operands'
+ * values, an array's (array: t->aux[i] >= 0) by its kernel. */
+AD_HOT_INLINE int forward_step(ad_tape *t, int64_t i, const int array)
 {
     double *v = t->val;
     const int32_t a = t->a[i], b = t->b[i];
     const double x = a >= 0 ? v[a] : 0.0, y = b >= 0 ? v[b] : 0.0;
     const double c = t->imm[i];
+    int status = AD_OK;
+/* an array entry runs its kernel, a scalar one the rule after this */
+#define ARRAY(kernel)                                                        \
+    if (array) {                                                             \
+        status = kernel(t, i);                                               \
+        break;                                                               \
+    }
     switch ((enum ad_op)t->op[i]) {
 #define AD_EXP_OF exp
 #define AD_TANH_OF tanh
-#define SCALAR_CASE(OP, AR, EXPR, DA, DB, DAA, DAB, DBB)                     \
-    case OP: v[i] = (EXPR); break;
-    AD_ELEMENTWISE_RULES(SCALAR_CASE)
-#undef SCALAR_CASE
+#define ELEMENTWISE(CODE, NAME, AR, KIND, INT, VALUE, DA, DB, DAA, DAB, DBB) \
+    case CODE: ARRAY(forward_##CODE) v[i] = (VALUE); break;
+    AD_OPS(NO_KERNEL, ELEMENTWISE)
+#undef ELEMENTWISE
 #undef AD_EXP_OF
 #undef AD_TANH_OF
-    case AD_LEAF: v[i] = c; break;
-    case AD_SUM:  v[i] = x / c; break;   /* the sum of one scalar */
-    /* a scalar entry of these reduces, reshapes or picks one number */
-    case AD_MAX: case AD_MIN: case AD_RESHAPE: case AD_GATHER: case AD_SCATTER:
-    case AD_LSE:    /* log(exp(x)) is x: its shift is x, or 0 when not finite */
-        v[i] = x; break;
+    /* an array leaf's values are the Python Array's */
+    case AD_LEAF:    if (!array) v[i] = c; break;
+    case AD_SUM:     ARRAY(forward_sum) v[i] = x / c; break;  /* of one */
+    /* a scalar entry of these reduces, reshapes or picks one number; a
+     * scalar's log(exp(x)) is x: its shift is x, or 0 when not finite */
+    case AD_MAX: case AD_MIN: ARRAY(forward_extreme) v[i] = x; break;
+    case AD_LSE:     ARRAY(forward_lse) v[i] = x; break;
+    case AD_RESHAPE: ARRAY(forward_reshape) v[i] = x; break;
+    case AD_GATHER:  ARRAY(forward_gather) v[i] = x; break;
+    case AD_SCATTER: ARRAY(forward_scatter) v[i] = x; break;
     case AD_EXTERN:
-        return ad_call_extern(t, t->extern_forward, i, "forward");
+        status = ad_call_extern(t, t->extern_forward, i, "forward");
+        break;
     case AD_NUM_OPS:
         return ad_fail(t, AD_EINVAL, i, "bad op at %lld", (long long)i);
     }
-    AD_TRACE_STEP("fwd", t, i, 0.0);
-    return AD_OK;
+#undef ARRAY
+    AD_TRACE_STEP("fwd", t, i, 0, 0);
+    return status;
+}
+#undef NO_KERNEL
+
+AD_NOINLINE static int forward_array_step(ad_tape *t, int64_t i)
+{
+    return forward_step(t, i, 1);
+}
+
+/* the step of entry i, scalar or array (AD_NOINLINE) */
+AD_HOT_INLINE int forward_split(ad_tape *t, int64_t i)
+{
+    return t->aux[i] < 0 ? forward_step(t, i, 0) : forward_array_step(t, i);
 }
 
 static int nonfinite(ad_tape *t, int64_t i, double value)
@@ -239,10 +280,10 @@ static int nonfinite(ad_tape *t, int64_t i, double value)
 
 int ad_forward_entry(ad_tape *t, int64_t i, int check)
 {
+    int status = forward_split(t, i);
+    if (status != AD_OK || !check)
+        return status;
     if (t->aux[i] >= 0) {
-        int status = forward_array(t, i);
-        if (status != AD_OK || !check)
-            return status;
         ad_block *bk = &t->blk[t->aux[i]];
         if (ad_count_nonfinite(bk->val, bk->size))
             for (int64_t k = 0; k < bk->size; ++k)
@@ -250,10 +291,9 @@ int ad_forward_entry(ad_tape *t, int64_t i, int check)
                     return nonfinite(t, i, bk->val[k]);
         return AD_OK;
     }
-    int status = forward_scalar(t, i);
-    if (status == AD_OK && check && !isfinite(t->val[i]))
+    if (!isfinite(t->val[i]))
         return nonfinite(t, i, t->val[i]);
-    return status;
+    return AD_OK;
 }
 
 int ad_forward(ad_tape *t, int64_t lo, int64_t hi, int check)
@@ -264,8 +304,7 @@ int ad_forward(ad_tape *t, int64_t lo, int64_t hi, int check)
                        "outside the tape's %lld entries", (long long)lo,
                        (long long)hi, (long long)n);
     for (int64_t i = lo; i < hi; ++i) {
-        int status = t->aux[i] < 0 && !check ? forward_scalar(t, i)
-                                             : ad_forward_entry(t, i, check);
+        int status = check ? ad_forward_entry(t, i, 1) : forward_split(t, i);
         if (status != AD_OK)
             return status;
     }

@@ -16,6 +16,17 @@
 #define AD_HOT_INLINE static inline
 #endif
 
+/* A sweep's step is compiled twice from its one switch: inlined, with
+ * array 0, into the loop where scalar entries run (no case then tests for
+ * arrays), and once out of line for array entries, which keeps their
+ * kernels' calls out of that loop (inlined there too, they made the
+ * scalar tangent and micrograd sweeps about a tenth slower).            */
+#if defined(__GNUC__)
+#define AD_NOINLINE __attribute__((noinline))
+#else
+#define AD_NOINLINE
+#endif
+
 /* For the kernels of array entries: built for plain x86-64 and again for
  * AVX2, and the loader picks the one the CPU runs (a GNU ifunc), as NumPy
  * picks its loops at run time.  The AVX2 build does each elementwise loop
@@ -50,17 +61,14 @@ static inline int64_t ad_len(const ad_tape *t)
     return AD_COUNT_LOAD(t->n);
 }
 
-/* Build with -DAD_TRACE to print every step of a sweep to stderr:
- * direction, index, op, operands, value, adjoint.                          */
-#ifdef AD_TRACE
-#include <stdio.h>
-#define AD_TRACE_STEP(dir, t, i, adjoint)                                    \
-    fprintf(stderr, "%s %8lld %-8s %8d %8d %14.6g %14.6g\n", (dir),         \
-            (long long)(i), ad_op_name((t)->op[i]), (int)(t)->a[i],          \
-            (int)(t)->b[i], (t)->val[i], (adjoint))
-#else
-#define AD_TRACE_STEP(dir, t, i, adjoint) ((void)0)
-#endif
+/* An op's row of the op table (rules.h) as opinfo.c expands it, indexed
+ * by op code (checked by whoever takes the op from outside).             */
+typedef struct ad_op_info {
+    const char *name;
+    int8_t arity;
+    uint8_t kind;           /* enum ad_op_kind */
+} ad_op_info;
+extern const ad_op_info ad_ops[AD_NUM_OPS];
 
 /* The logistic function, split by sign so exp never overflows. */
 static inline double ad_sigmoid(double x)
@@ -140,6 +148,65 @@ static inline ad_view ad_entry_view(ad_tape *t, int64_t j, double *scalar_adj)
     }
     return v;
 }
+
+/* Build with -DAD_TRACE (PYAUTODIFF_CFLAGS=-DAD_TRACE) to print every step
+ * of every sweep to stderr, one line per entry the sweep computes:
+ *
+ *   sweep index op a b [(shape)] val ... [adj ...] [tan ...] [dadj ...]
+ *
+ * sweep is fwd, rev, tan or 2nd; an array entry shows its shape and its
+ * first elements.  The reverse sweeps print an entry's adjoint before
+ * handing it down (scalar_adj: the sweep's adjoints, adj or grad), the
+ * others what the step computed.  Without the switch it is no code.      */
+enum { AD_TRACE_ADJ = 1, AD_TRACE_TAN = 2, AD_TRACE_DADJ = 4 };
+#ifdef AD_TRACE
+#include <stdio.h>
+static inline void ad_trace_field(const char *label, const double *p,
+                                  int64_t n)
+{
+    fprintf(stderr, "  %s", label);
+    if (!p) {                   /* not allocated or unset: zeros */
+        fprintf(stderr, " 0");
+        return;
+    }
+    for (int64_t k = 0; k < n && k < 4; ++k)
+        fprintf(stderr, " %.6g", p[k]);
+    if (n > 4)
+        fprintf(stderr, " ...");
+}
+
+static inline void ad_trace(ad_tape *t, int64_t i, const char *sweep,
+                            double *scalar_adj, int what)
+{
+    ad_view e = ad_entry_view(t, i, scalar_adj);
+    int64_t n = 1;
+    fprintf(stderr, "%s %8lld %-8s %8d %8d", sweep, (long long)i,
+            ad_op_name(t->op[i]), (int)t->a[i], (int)t->b[i]);
+    if (t->aux[i] >= 0) {
+        const ad_block *bk = &t->blk[t->aux[i]];
+        n = bk->size;
+        fprintf(stderr, "  (");
+        for (int d = 0; d < bk->ndim; ++d)
+            fprintf(stderr, "%s%lld", d ? "," : "", (long long)bk->shape[d]);
+        fprintf(stderr, ")");
+        if (scalar_adj && scalar_adj != t->grad && bk->adj_unset)
+            e.adj = 0;          /* nothing reached it yet: zeros */
+    }
+    ad_trace_field("val", e.val, n);
+    if (what & AD_TRACE_ADJ)
+        ad_trace_field("adj", e.adj, n);
+    if (what & AD_TRACE_TAN)
+        ad_trace_field("tan", e.tan, n);
+    if (what & AD_TRACE_DADJ)
+        ad_trace_field("dadj", e.dadj, n);
+    fputc('\n', stderr);
+}
+#define AD_TRACE_STEP(sweep, t, i, scalar_adj, what)                         \
+    ad_trace((t), (i), (sweep), (scalar_adj), (what))
+#else
+#define AD_TRACE_STEP(sweep, t, i, scalar_adj, what) ((void)0)
+#endif
+
 int ad_same_shape(const ad_view *x, const ad_view *y);
 void ad_iter_init(ad_iter *it, int nd, const int64_t *shape,
                   const ad_view *o, const ad_view *a, const ad_view *b);
@@ -350,13 +417,14 @@ ad_block *ad_table_take(int64_t *cap);
 void ad_table_release(ad_block *blk, int64_t cap);
 
 /* An operation's entry is a variable when an operand is; a comparison's
- * 1.0 or 0.0 never is (it has no derivative).  The operands' bits are read
- * from t->variable, not t->flags: appends take no lock (see ad_tape).    */
+ * 1.0 or 0.0 never is (it has no derivative).  op: a checked op code.
+ * The operands' bits are read from t->variable, not t->flags: appends
+ * take no lock (see ad_tape).                                             */
 static inline uint8_t ad_inherited_flags(const ad_tape *t, int op, int64_t a,
                                          int64_t b)
 {
     uint8_t f = 0;
-    if (op == AD_LT || op == AD_LE || op == AD_EQ || op == AD_NE)
+    if (ad_ops[op].kind == AD_KIND_COMPARE)
         return 0;
     if (a >= 0)
         f |= t->variable[a];

@@ -16,222 +16,286 @@
 #include "rules.h"
 
 /* micrograd's arithmetic keeps a gradient an int while it only ever adds
- * ints: out.grad through +, relu and * by int data, and c * x**(c-1) for
- * int x and int c >= 1.  Returns whether entry i hands operand k (0: a,
- * 1: b) a float.  Only the in-place (micrograd) sweep asks.               */
+ * ints: the table's INT column says how each op hands one down (rules.h).
+ * Returns whether entry i hands operand k (0: a, 1: b) a float.  Only the
+ * in-place (micrograd) sweep asks.                                        */
 static int hands_float(const ad_tape *t, int64_t i, int k)
 {
     const uint8_t *f = t->flags;
     if (f[i] & AD_FLAG_GRAD_FLOAT)
         return 1;
+/* the INT column's rules: is what the op hands operand k a float? */
+#define INT_PASS 0                      /* out.grad itself */
+#define INT_TIMES_OTHER                 /* other.data * out.grad */          \
+    !(f[k == 0 ? t->b[i] : t->a[i]] & AD_FLAG_VALUE_INT)
+#define INT_POWER                       /* c * x**(c-1) * out.grad */        \
+    !((f[i] & AD_FLAG_IMM_INT) && (f[t->a[i]] & AD_FLAG_VALUE_INT) &&        \
+      t->imm[i] >= 1.0)
+#define INT_FLOAT 1
+#define INT_CASE(CODE, NAME, AR, KIND, INT) case CODE: return INT_##INT;
+#define INT_CASE_EW(CODE, NAME, AR, KIND, INT, VALUE, DA, DB, DAA, DAB, DBB) \
+    INT_CASE(CODE, NAME, AR, KIND, INT)
     switch ((enum ad_op)t->op[i]) {
-    case AD_ADD: case AD_RELU:
-        return 0;
-    case AD_MUL:
-        return !(f[k == 0 ? t->b[i] : t->a[i]] & AD_FLAG_VALUE_INT);
-    case AD_POWC:
-        return !((f[i] & AD_FLAG_IMM_INT) && (f[t->a[i]] & AD_FLAG_VALUE_INT)
-                 && t->imm[i] >= 1.0);
-    case AD_LEAF: case AD_SUB: case AD_DIV: case AD_POW: case AD_ADDC:
-    case AD_MULC: case AD_DIVC: case AD_RSUBC: case AD_RDIVC: case AD_RPOWC:
-    case AD_NEG: case AD_ABS: case AD_TANH: case AD_EXP: case AD_LOG:
-    case AD_SIGMOID: case AD_SIN: case AD_COS: case AD_SQRT: case AD_SUM:
-    case AD_RESHAPE: case AD_EXTERN: case AD_MAXIMUM: case AD_MINIMUM:
-    case AD_SELECT: case AD_MAX: case AD_MIN: case AD_GATHER: case AD_SCATTER:
-    case AD_LT: case AD_LE: case AD_EQ: case AD_NE: case AD_SQUARE:
-    case AD_LSE: case AD_NUM_OPS:
-        return 1;
+    AD_OPS(INT_CASE, INT_CASE_EW)
+    case AD_NUM_OPS:
+        break;
     }
+#undef INT_CASE
+#undef INT_CASE_EW
+#undef INT_PASS
+#undef INT_TIMES_OTHER
+#undef INT_POWER
+#undef INT_FLOAT
     return 1;
 }
 
-/* Entry i as an array: the rules once per element, operands broadcast
- * (a broadcast operand's adjoint collects every element it fed).  g is the
- * adjoint array of this sweep: adj, or grad in place.  In a fresh (ACCUM)
- * sweep an operand's adjoint block may still be unset (ad_adjoint_claim):
- * a kernel that writes each of its elements once reads the old value as
- * (z ? 0 : old), so the block needs no memset first.                      */
-AD_SIMD_CLONES static int reverse_array(ad_tape *t, double *g, int64_t i, int check)
-{
-    int op = t->op[i];
-    const int accum = g != t->grad;
-    if (op == AD_LEAF)
-        return AD_OK;
-    if (accum && t->blk[t->aux[i]].adj_unset)
-        return AD_OK;           /* nothing reached it: a zero adjoint */
-    if (op == AD_EXTERN)
-        return ad_call_extern(t, t->extern_reverse, i, "reverse");
-    ad_view o = ad_entry_view(t, i, g);
-    ad_view a = ad_entry_view(t, t->a[i], g);
-    ad_view b = t->b[i] >= 0 ? ad_entry_view(t, t->b[i], g) : a;
-    const double c = t->imm[i];
-    ad_iter it;
-#define CLAIM(j, once) (accum ? ad_adjoint_claim(t, (j), (once)) : 0)
-    if (op == AD_SUM) {
-        /* over the operand's elements: each written once */
-        const int za = CLAIM(t->a[i], 1);
-        ad_iter_init(&it, a.ndim, a.shape, &o, &a, 0);
-        int64_t n;
-        if (ad_iter_rows(&it, &n)) {
-            /* the share divided out once per row (the strided loop with a
-             * division per element was a fifth of a large array's
-             * reverse sweep) */
-            AD_ITERATE(&it, {
-                const double share = o.adj[ko] / c;
-                double *const row = a.adj + ka;
-                for (int64_t r = 0; r < n; ++r)
-                    row[r] = (za ? 0.0 : row[r]) + share;
-            });
-        } else {
-            AD_ITERATE(&it, a.adj[ka] = (za ? 0.0 : a.adj[ka]) + o.adj[ko] / c);
-        }
-    } else if (op == AD_MAX || op == AD_MIN) {
-        CLAIM(t->a[i], 0);
-        /* the gradient goes to the elements equal to the result, split
-         * evenly among ties; the others (and NaN results) get nothing */
-        double *ties = ad_ties(t, i);
-        if (!ties)
-            return ad_fail(t, AD_ENOMEM, i, "out of memory in max/min");
-        ad_iter_init(&it, a.ndim, a.shape, &o, &a, 0);
-        AD_ITERATE(&it, {
-            if (a.val[ka] == o.val[ko] && o.adj[ko] != 0.0)
-                a.adj[ka] += o.adj[ko] / ties[ko];
-        });
-        free(ties);
-    } else if (op == AD_LSE) {
-        /* the softmax times g, into each operand element once */
-        const int za = CLAIM(t->a[i], 1);
-        ad_iter_init(&it, a.ndim, a.shape, &o, &a, 0);
-        AD_LSE_EACH(&it, o.val, a.val,
-                    a.adj[ka] = (za ? 0.0 : a.adj[ka]) + ad_azmul(s, o.adj[ko]));
-    } else if (op == AD_RESHAPE) {
-        int64_t size = t->blk[t->aux[i]].size;
-        const int za = CLAIM(t->a[i], 1);
-        for (int64_t k = 0; k < size; ++k)
-            a.adj[k] = (za ? 0.0 : a.adj[k]) + o.adj[k];
-    } else if (op == AD_GATHER || op == AD_SCATTER) {
-        /* repeated indices accumulate; a scatter's operand is written
-         * once per element */
-        const ad_block *bk = &t->blk[t->aux[i]];
-        const int za = CLAIM(t->a[i], op == AD_SCATTER);
-        if (op == AD_GATHER)
-            AD_GATHER_EACH(bk, a.adj[ks] += o.adj[ko]);
-        else
-            for (int64_t k = 0; k < bk->nmap; ++k)
-                a.adj[k] = (za ? 0.0 : a.adj[k]) + o.adj[bk->map[k]];
-    } else {
-        /* A constant operand has no adjoint block: the loop for a binary
-         * op with one leaves it out.  A zero adjoint contributes exactly
-         * nothing (ad_azmul), branch-free so the loops vectorise.         */
-        const int avar = (t->flags[t->a[i]] & AD_FLAG_VARIABLE) != 0;
-        const int bvar = t->b[i] >= 0 && (t->flags[t->b[i]] & AD_FLAG_VARIABLE);
-        /* an operand of the output's shape (not broadcast) that is not
-         * also the other one is written once per element */
-        const int two = t->a[i] == t->b[i];
-        const int za = avar ? CLAIM(t->a[i], !two && ad_same_shape(&a, &o)) : 0;
-        const int zb = bvar ? CLAIM(t->b[i], !two && ad_same_shape(&b, &o)) : 0;
-        ad_iter_init(&it, o.ndim, o.shape, &o, &a, &b);
-        double *const ga = a.adj, *const gb = b.adj;
-        const double *const gv = o.adj, *const xv = a.val, *const yv = b.val,
-                     *const vv = o.val;
-        switch ((enum ad_op)op) {
+/* The array kernels: entry i's adjoint block g (adj, or grad in place),
+ * its rules once per element, into its operands' adjoint blocks (a
+ * broadcast operand's collects every element it fed).  Each op's case
+ * in reverse_step below runs one for an array entry whose adjoint is
+ * set.  In a fresh (ACCUM) sweep an operand's adjoint block may still be
+ * unset (ad_adjoint_claim): a kernel that writes each of its elements
+ * once reads the old value as (z ? 0 : old), so the block needs no
+ * memset first.                                                           */
+
+/* an array entry's views, adjoints from this sweep's g, and its constant */
+#define VIEWS                                                                \
+    ad_view o = ad_entry_view(t, i, g);                                      \
+    ad_view a = ad_entry_view(t, t->a[i], g);                                \
+    const double c = t->imm[i];                                              \
+    (void)c
+#define CLAIM(j, once) (g != t->grad ? ad_adjoint_claim(t, (j), (once)) : 0)
+
+/* Elementwise ops: a constant operand has no adjoint block, so the loop
+ * for a binary op with one leaves it out.  A zero adjoint contributes
+ * exactly nothing (ad_azmul), branch-free so the loops vectorise.  An
+ * operand of the output's shape (not broadcast) that is not also the
+ * other one is written once per element.                                  */
+#define NO_KERNEL(CODE, NAME, ARITY, KIND, INT)
 #define OPERANDS                                                             \
-            const double g = gv[ko], x = xv[ka], y = yv[kb], v = vv[ko];     \
-            (void)x; (void)y; (void)v; (void)c
-#define ARRAY_CASE(OP, AR, EXPR, DA, DB, DAA, DAB, DBB)                      \
-        case OP:                                                             \
-            if (AR == 1 || (avar && bvar))                                   \
-                AD_ITERATE(&it, {                                            \
-                    OPERANDS;                                                \
-                    ga[ka] = (za ? 0.0 : ga[ka]) + ad_azmul((DA), g);        \
-                    if (AR == 2)                                             \
-                        gb[kb] = (zb ? 0.0 : gb[kb]) + ad_azmul((DB), g);    \
-                });                                                          \
-            else if (avar)                                                   \
-                AD_ITERATE(&it, {                                            \
-                    OPERANDS;                                                \
-                    ga[ka] = (za ? 0.0 : ga[ka]) + ad_azmul((DA), g);        \
-                });                                                          \
-            else                                                             \
-                AD_ITERATE(&it, {                                            \
-                    OPERANDS;                                                \
+    const double g = gv[ko], x = xv[ka], y = yv[kb], v = vv[ko];             \
+    (void)x; (void)y; (void)v; (void)c
+#define ELEMENTWISE_KERNEL(CODE, NAME, AR, KIND, INT, VALUE, DA, DB, DAA,    \
+                           DAB, DBB)                                         \
+    AD_SIMD_CLONES static int reverse_##CODE(ad_tape *t, double *g,          \
+                                             int64_t i)                      \
+    {                                                                        \
+        VIEWS;                                                               \
+        ad_view b = AR == 2 ? ad_entry_view(t, t->b[i], g) : a;              \
+        const int avar = (t->flags[t->a[i]] & AD_FLAG_VARIABLE) != 0;        \
+        const int bvar = AR == 2 && (t->flags[t->b[i]] & AD_FLAG_VARIABLE);  \
+        const int two = t->a[i] == t->b[i];                                  \
+        const int za =                                                       \
+            avar ? CLAIM(t->a[i], !two && ad_same_shape(&a, &o)) : 0;        \
+        const int zb =                                                       \
+            bvar ? CLAIM(t->b[i], !two && ad_same_shape(&b, &o)) : 0;        \
+        ad_iter it;                                                          \
+        ad_iter_init(&it, o.ndim, o.shape, &o, &a, &b);                      \
+        double *const ga = a.adj, *const gb = b.adj;                         \
+        const double *const gv = o.adj, *const xv = a.val, *const yv = b.val, \
+                     *const vv = o.val;                                      \
+        if (AR == 1 || (avar && bvar))                                       \
+            AD_ITERATE(&it, {                                                \
+                OPERANDS;                                                    \
+                ga[ka] = (za ? 0.0 : ga[ka]) + ad_azmul((DA), g);            \
+                if (AR == 2)                                                 \
                     gb[kb] = (zb ? 0.0 : gb[kb]) + ad_azmul((DB), g);        \
-                });                                                          \
-            break;
-        AD_ELEMENTWISE_RULES(ARRAY_CASE)
-#undef ARRAY_CASE
-#undef OPERANDS
-#undef CLAIM
-        case AD_LEAF: case AD_SUM: case AD_MAX: case AD_MIN: case AD_RESHAPE:
-        case AD_GATHER: case AD_SCATTER: case AD_EXTERN: case AD_LSE:
-        case AD_NUM_OPS:
-            break;
-        }
+            });                                                              \
+        else if (avar)                                                       \
+            AD_ITERATE(&it, {                                                \
+                OPERANDS;                                                    \
+                ga[ka] = (za ? 0.0 : ga[ka]) + ad_azmul((DA), g);            \
+            });                                                              \
+        else                                                                 \
+            AD_ITERATE(&it, {                                                \
+                OPERANDS;                                                    \
+                gb[kb] = (zb ? 0.0 : gb[kb]) + ad_azmul((DB), g);            \
+            });                                                              \
+        return AD_OK;                                                        \
     }
-    if (check) {
-        /* a constant operand has no adjoint block: nothing to check */
-        const int32_t opnd[2] = {t->a[i], t->b[i]};
-        ad_view *ops[2] = {&a, &b};
-        for (int k = 0; k < 2; ++k) {
-            if (opnd[k] < 0 || !(t->flags[opnd[k]] & AD_FLAG_VARIABLE))
-                continue;
-            int64_t size = 1;
-            for (int d = 0; d < ops[k]->ndim; ++d)
-                size *= ops[k]->shape[d];
-            for (int64_t e = 0; e < size; ++e)
-                if (!isfinite(ops[k]->adj[e]))
-                    return ad_fail(t, AD_ENONFINITE, i, "backward of %s at "
-                                   "tape index %lld produced %s",
-                                   ad_op_name(op), (long long)i,
-                                   isnan(ops[k]->adj[e]) ? "nan" : "inf");
-        }
+AD_OPS(NO_KERNEL, ELEMENTWISE_KERNEL)
+#undef ELEMENTWISE_KERNEL
+#undef OPERANDS
+
+/* Reductions iterate over the operand's elements, the output broadcast. */
+AD_SIMD_CLONES static int reverse_sum(ad_tape *t, double *g, int64_t i)
+{
+    VIEWS;
+    const int za = CLAIM(t->a[i], 1);     /* each element written once */
+    ad_iter it;
+    ad_iter_init(&it, a.ndim, a.shape, &o, &a, 0);
+    int64_t n;
+    if (ad_iter_rows(&it, &n)) {
+        /* the share divided out once per row (the strided loop with a
+         * division per element was a fifth of a large array's reverse
+         * sweep) */
+        AD_ITERATE(&it, {
+            const double share = o.adj[ko] / c;
+            double *const row = a.adj + ka;
+            for (int64_t r = 0; r < n; ++r)
+                row[r] = (za ? 0.0 : row[r]) + share;
+        });
+    } else {
+        AD_ITERATE(&it, a.adj[ka] = (za ? 0.0 : a.adj[ka]) + o.adj[ko] / c);
     }
     return AD_OK;
 }
 
-/* Entry i's derivative rules (rules.h): add its adjoint g[i], times the
- * local derivatives, into the adjoints of its operands.  ad_backward runs
- * this down the tape, ad_reverse_step on one entry (micrograd's
- * node._backward()).                                                       */
-/* A scalar entry's rule: adjoint g times the local derivatives into its
- * operands' adjoints.  Inlined into the sweep's loop, where replays spend
- * their time. */
-AD_HOT_INLINE int reverse_scalar(ad_tape *t, double *adj, int64_t i)
+/* MAX and MIN: the gradient goes to the elements equal to the result,
+ * split evenly among ties; the others (and NaN results) get nothing */
+AD_SIMD_CLONES static int reverse_extreme(ad_tape *t, double *g, int64_t i)
 {
-    const double g = adj[i];
-    AD_TRACE_STEP("rev", t, i, g);
-    if (g == 0.0)
+    VIEWS;
+    CLAIM(t->a[i], 0);
+    double *ties = ad_ties(t, i);
+    if (!ties)
+        return ad_fail(t, AD_ENOMEM, i, "out of memory in max/min");
+    ad_iter it;
+    ad_iter_init(&it, a.ndim, a.shape, &o, &a, 0);
+    AD_ITERATE(&it, {
+        if (a.val[ka] == o.val[ko] && o.adj[ko] != 0.0)
+            a.adj[ka] += o.adj[ko] / ties[ko];
+    });
+    free(ties);
+    return AD_OK;
+}
+
+/* LSE: the softmax times g, into each operand element once */
+AD_SIMD_CLONES static int reverse_lse(ad_tape *t, double *g, int64_t i)
+{
+    VIEWS;
+    const int za = CLAIM(t->a[i], 1);
+    ad_iter it;
+    ad_iter_init(&it, a.ndim, a.shape, &o, &a, 0);
+    AD_LSE_EACH(&it, o.val, a.val,
+                a.adj[ka] = (za ? 0.0 : a.adj[ka]) + ad_azmul(s, o.adj[ko]));
+    return AD_OK;
+}
+
+AD_SIMD_CLONES static int reverse_reshape(ad_tape *t, double *g, int64_t i)
+{
+    VIEWS;
+    const int64_t size = t->blk[t->aux[i]].size;
+    const int za = CLAIM(t->a[i], 1);
+    for (int64_t k = 0; k < size; ++k)
+        a.adj[k] = (za ? 0.0 : a.adj[k]) + o.adj[k];
+    return AD_OK;
+}
+
+/* repeated indices accumulate */
+AD_SIMD_CLONES static int reverse_gather(ad_tape *t, double *g, int64_t i)
+{
+    VIEWS;
+    CLAIM(t->a[i], 0);
+    AD_GATHER_EACH(&t->blk[t->aux[i]], a.adj[ks] += o.adj[ko]);
+    return AD_OK;
+}
+
+/* a scatter's operand is written once per element */
+AD_SIMD_CLONES static int reverse_scatter(ad_tape *t, double *g, int64_t i)
+{
+    VIEWS;
+    const ad_block *bk = &t->blk[t->aux[i]];
+    const int za = CLAIM(t->a[i], 1);
+    for (int64_t k = 0; k < bk->nmap; ++k)
+        a.adj[k] = (za ? 0.0 : a.adj[k]) + o.adj[bk->map[k]];
+    return AD_OK;
+}
+#undef VIEWS
+#undef CLAIM
+
+/* detect_anomaly after array entry i's kernel: its variable operands'
+ * adjoints are finite (a constant operand has no adjoint block). */
+static int check_adjoints(ad_tape *t, double *g, int64_t i)
+{
+    const int32_t opnd[2] = {t->a[i], t->b[i]};
+    for (int k = 0; k < 2; ++k) {
+        if (opnd[k] < 0 || !(t->flags[opnd[k]] & AD_FLAG_VARIABLE))
+            continue;
+        ad_view e = ad_entry_view(t, opnd[k], g);
+        int64_t size = 1;
+        for (int d = 0; d < e.ndim; ++d)
+            size *= e.shape[d];
+        for (int64_t j = 0; j < size; ++j)
+            if (!isfinite(e.adj[j]))
+                return ad_fail(t, AD_ENONFINITE, i, "backward of %s at tape "
+                               "index %lld produced %s", ad_op_name(t->op[i]),
+                               (long long)i, isnan(e.adj[j]) ? "nan" : "inf");
+    }
+    return AD_OK;
+}
+
+/* One step of the sweep: entry i's adjoint (adj[i], or its block), times
+ * the local derivatives, into its operands' adjoints; for an array entry
+ * (array: t->aux[i] >= 0) by its kernel, then, with check, their adjoints
+ * are checked.  ad_backward runs this down the tape, ad_reverse_step on
+ * one entry (micrograd's node._backward()).                               */
+AD_HOT_INLINE int reverse_step(ad_tape *t, double *adj, int64_t i, int check,
+                               const int array)
+{
+    AD_TRACE_STEP("rev", t, i, adj, AD_TRACE_ADJ);
+    /* a zero adjoint hands nothing down (an unset block is one) */
+    if (array ? adj != t->grad && t->blk[t->aux[i]].adj_unset : adj[i] == 0.0)
         return AD_OK;
+    const double g = adj[i];
     const int32_t a = t->a[i], b = t->b[i];
     const double *val = t->val;
     const double x = a >= 0 ? val[a] : 0.0, y = b >= 0 ? val[b] : 0.0;
     const double v = val[i], c = t->imm[i];
     (void)x; (void)y; (void)v; (void)c;
+    int status = AD_OK;
+/* an array entry runs its kernel, a scalar one the rule after this */
+#define ARRAY(kernel)                                                        \
+    if (array) {                                                             \
+        status = kernel(t, adj, i);                                          \
+        break;                                                               \
+    }
     switch ((enum ad_op)t->op[i]) {
-#define SCALAR_CASE(OP, AR, EXPR, DA, DB, DAA, DAB, DBB)                     \
-    case OP:                                                                 \
+#define ELEMENTWISE(CODE, NAME, AR, KIND, INT, VALUE, DA, DB, DAA, DAB, DBB) \
+    case CODE:                                                               \
+        ARRAY(reverse_##CODE)                                                \
         adj[a] += (DA) * g;                                                  \
         if (AR == 2)                                                         \
             adj[b] += (DB) * g;                                              \
         break;
-    AD_ELEMENTWISE_RULES(SCALAR_CASE)
-#undef SCALAR_CASE
-    case AD_LEAF:    break;
-    case AD_SUM:     adj[a] += g / c; break;     /* the sum of one scalar */
-    case AD_MAX: case AD_MIN: case AD_RESHAPE: case AD_GATHER: case AD_SCATTER:
-        adj[a] += g; break;
-    case AD_LSE:     adj[a] += ad_lse_weight(x, v) * g; break;  /* of one */
+    AD_OPS(NO_KERNEL, ELEMENTWISE)
+#undef ELEMENTWISE
+    case AD_LEAF:    return AD_OK;
+    case AD_SUM:     ARRAY(reverse_sum) adj[a] += g / c; break;  /* of one */
+    case AD_MAX: case AD_MIN: ARRAY(reverse_extreme) adj[a] += g; break;
+    case AD_LSE:
+        ARRAY(reverse_lse)
+        adj[a] += ad_lse_weight(x, v) * g;
+        break;
+    case AD_RESHAPE: ARRAY(reverse_reshape) adj[a] += g; break;
+    case AD_GATHER:  ARRAY(reverse_gather) adj[a] += g; break;
+    case AD_SCATTER: ARRAY(reverse_scatter) adj[a] += g; break;
     case AD_EXTERN:  return ad_call_extern(t, t->extern_reverse, i, "reverse");
     case AD_NUM_OPS: return ad_fail(t, AD_EINVAL, i, "bad op at %lld",
                                     (long long)i);
     }
-    return AD_OK;
+#undef ARRAY
+    return status == AD_OK && array && check ? check_adjoints(t, adj, i)
+                                             : status;
+}
+#undef NO_KERNEL
+
+AD_NOINLINE static int reverse_array_step(ad_tape *t, double *adj,
+                                          int64_t i, int check)
+{
+    return reverse_step(t, adj, i, check, 1);
 }
 
-/* Entry i's derivative rules (rules.h): add its adjoint g[i], times the
- * local derivatives, into the adjoints of its operands.  ad_backward runs
- * this down the tape, ad_reverse_step on one entry (micrograd's
- * node._backward()).                                                       */
+/* the step of entry i, scalar or array (AD_NOINLINE) */
+AD_HOT_INLINE int reverse_split(ad_tape *t, double *adj, int64_t i, int check)
+{
+    return t->aux[i] < 0 ? reverse_step(t, adj, i, check, 0)
+                         : reverse_array_step(t, adj, i, check);
+}
+
+/* reverse_step with what the plain sweep leaves out: micrograd's integer
+ * typing of gradients (in place) and, with check, a scalar entry's
+ * operands' adjoints checked.                                             */
 static int reverse_entry(ad_tape *t, double *adj, int64_t i, int mode,
                          int check)
 {
@@ -244,8 +308,8 @@ static int reverse_entry(ad_tape *t, double *adj, int64_t i, int mode,
             t->flags[b] |= AD_FLAG_GRAD_FLOAT;
     }
     if (t->aux[i] >= 0)
-        return reverse_array(t, adj, i, check);
-    int status = reverse_scalar(t, adj, i);
+        return reverse_array_step(t, adj, i, check);
+    int status = reverse_step(t, adj, i, check, 0);
     if (status == AD_OK && check && ((a >= 0 && !isfinite(adj[a])) ||
                                      (b >= 0 && !isfinite(adj[b]))))
         return ad_fail(t, AD_ENONFINITE, i, "backward of %s at tape index "
@@ -348,8 +412,8 @@ int ad_backward_arrays(ad_tape *t, int64_t nseeds, const int64_t *idx,
         REACH(A[i])
         REACH(B[i])
 #undef REACH
-        status = mode != AD_SWEEP_INPLACE && !check && t->aux[i] < 0
-                     ? reverse_scalar(t, g, i)
+        status = mode != AD_SWEEP_INPLACE && !check
+                     ? reverse_split(t, g, i, 0)
                      : reverse_entry(t, g, i, mode, check);
         if (status != AD_OK)
             return status;

@@ -13,22 +13,29 @@
 #include "internal.h"
 #include "rules.h"
 
-AD_SIMD_CLONES static int tangent_array(ad_tape *t, int64_t i)
-{
-    int op = t->op[i];
-    if (op == AD_EXTERN)
-        return ad_call_extern(t, t->extern_tangent, i, "tangent");
-    ad_view o = ad_entry_view(t, i, 0);
-    ad_view a = ad_entry_view(t, t->a[i], 0);
-    ad_view b = t->b[i] >= 0 ? ad_entry_view(t, t->b[i], 0) : a;
-    const int avar = (t->flags[t->a[i]] & AD_FLAG_VARIABLE) != 0;
-    const int bvar = t->b[i] >= 0 && (t->flags[t->b[i]] & AD_FLAG_VARIABLE);
-    const ad_block *bk = &t->blk[t->aux[i]];
-    const double c = t->imm[i];
-    ad_iter it;
-    switch ((enum ad_op)op) {
-#define ARRAY_CASE(OP, AR, EXPR, DA, DB, DAA, DAB, DBB)                      \
-    case OP:                                                                 \
+/* The array kernels: entry i's tangent block from its operands'.  Each
+ * op's case in tangent_step below runs one for an array entry.          */
+
+/* an array entry's views, whether its operands are variables (a
+ * constant's tangent is 0 and never read), its block and constant */
+#define VIEWS                                                                \
+    ad_view o = ad_entry_view(t, i, 0);                                      \
+    ad_view a = ad_entry_view(t, t->a[i], 0);                                \
+    const ad_block *bk = &t->blk[t->aux[i]];                                 \
+    const double c = t->imm[i];                                              \
+    (void)bk; (void)c
+
+/* Elementwise ops: DA * dx + DB * dy per element. */
+#define NO_KERNEL(CODE, NAME, ARITY, KIND, INT)
+#define ELEMENTWISE_KERNEL(CODE, NAME, AR, KIND, INT, VALUE, DA, DB, DAA,    \
+                           DAB, DBB)                                         \
+    AD_SIMD_CLONES static int tangent_##CODE(ad_tape *t, int64_t i)          \
+    {                                                                        \
+        VIEWS;                                                               \
+        ad_view b = AR == 2 ? ad_entry_view(t, t->b[i], 0) : a;              \
+        const int avar = (t->flags[t->a[i]] & AD_FLAG_VARIABLE) != 0;        \
+        const int bvar = AR == 2 && (t->flags[t->b[i]] & AD_FLAG_VARIABLE);  \
+        ad_iter it;                                                          \
         ad_iter_init(&it, o.ndim, o.shape, &o, &a, &b);                      \
         AD_ITERATE(&it, {                                                    \
             double x = a.val[ka], y = b.val[kb], v = o.val[ko];              \
@@ -37,61 +44,85 @@ AD_SIMD_CLONES static int tangent_array(ad_tape *t, int64_t i)
             (void)x; (void)y; (void)v; (void)c; (void)dy;                    \
             o.tan[ko] = ad_azmul(DA, dx) + (AR == 2 ? ad_azmul(DB, dy) : 0.0);\
         });                                                                  \
-        break;
-    AD_ELEMENTWISE_RULES(ARRAY_CASE)
-#undef ARRAY_CASE
-    case AD_SUM:
-        for (int64_t k = 0; k < bk->size; ++k)
-            o.tan[k] = 0.0;
-        ad_iter_init(&it, a.ndim, a.shape, &o, &a, 0);
-        AD_ITERATE(&it, o.tan[ko] += a.tan[ka] / c);
-        break;
-    case AD_MAX: case AD_MIN: {
-        /* the mean tangent of the elements equal to the result: the
-         * transpose of the reverse sweep's even split among ties */
-        double *ties = ad_ties(t, i);
-        if (!ties)
-            return ad_fail(t, AD_ENOMEM, i, "out of memory in max/min");
-        for (int64_t k = 0; k < bk->size; ++k)
-            o.tan[k] = 0.0;
-        ad_iter_init(&it, a.ndim, a.shape, &o, &a, 0);
-        AD_ITERATE(&it, {
-            if (a.val[ka] == o.val[ko])
-                o.tan[ko] += a.tan[ka] / ties[ko];
-        });
-        free(ties);
-        break;
+        return AD_OK;                                                        \
     }
-    case AD_LSE:
-        /* the softmax-weighted sum of the operand's tangents */
-        for (int64_t k = 0; k < bk->size; ++k)
-            o.tan[k] = 0.0;
-        ad_iter_init(&it, a.ndim, a.shape, &o, &a, 0);
-        AD_LSE_EACH(&it, o.val, a.val, o.tan[ko] += ad_azmul(s, a.tan[ka]));
-        break;
-    case AD_RESHAPE:
-        for (int64_t k = 0; k < bk->size; ++k)
-            o.tan[k] = a.tan[k];
-        break;
-    case AD_GATHER:
-        AD_GATHER_EACH(bk, o.tan[ko] = a.tan[ks]);
-        break;
-    case AD_SCATTER:
-        for (int64_t k = 0; k < bk->size; ++k)
-            o.tan[k] = 0.0;
-        for (int64_t k = 0; k < bk->nmap; ++k)
-            o.tan[bk->map[k]] += a.tan[k];
-        break;
-    case AD_LEAF: case AD_EXTERN: case AD_NUM_OPS:
-        break;
-    }
+AD_OPS(NO_KERNEL, ELEMENTWISE_KERNEL)
+#undef ELEMENTWISE_KERNEL
+
+/* Reductions iterate over the operand's elements, the output broadcast. */
+AD_SIMD_CLONES static int tangent_sum(ad_tape *t, int64_t i)
+{
+    VIEWS;
+    for (int64_t k = 0; k < bk->size; ++k)
+        o.tan[k] = 0.0;
+    ad_iter it;
+    ad_iter_init(&it, a.ndim, a.shape, &o, &a, 0);
+    AD_ITERATE(&it, o.tan[ko] += a.tan[ka] / c);
     return AD_OK;
 }
 
-static int tangent_entry(ad_tape *t, int64_t i)
+/* MAX and MIN: the mean tangent of the elements equal to the result: the
+ * transpose of the reverse sweep's even split among ties */
+AD_SIMD_CLONES static int tangent_extreme(ad_tape *t, int64_t i)
 {
-    if (t->aux[i] >= 0)
-        return tangent_array(t, i);
+    VIEWS;
+    double *ties = ad_ties(t, i);
+    if (!ties)
+        return ad_fail(t, AD_ENOMEM, i, "out of memory in max/min");
+    for (int64_t k = 0; k < bk->size; ++k)
+        o.tan[k] = 0.0;
+    ad_iter it;
+    ad_iter_init(&it, a.ndim, a.shape, &o, &a, 0);
+    AD_ITERATE(&it, {
+        if (a.val[ka] == o.val[ko])
+            o.tan[ko] += a.tan[ka] / ties[ko];
+    });
+    free(ties);
+    return AD_OK;
+}
+
+/* LSE: the softmax-weighted sum of the operand's tangents */
+AD_SIMD_CLONES static int tangent_lse(ad_tape *t, int64_t i)
+{
+    VIEWS;
+    for (int64_t k = 0; k < bk->size; ++k)
+        o.tan[k] = 0.0;
+    ad_iter it;
+    ad_iter_init(&it, a.ndim, a.shape, &o, &a, 0);
+    AD_LSE_EACH(&it, o.val, a.val, o.tan[ko] += ad_azmul(s, a.tan[ka]));
+    return AD_OK;
+}
+
+AD_SIMD_CLONES static int tangent_reshape(ad_tape *t, int64_t i)
+{
+    VIEWS;
+    for (int64_t k = 0; k < bk->size; ++k)
+        o.tan[k] = a.tan[k];
+    return AD_OK;
+}
+
+AD_SIMD_CLONES static int tangent_gather(ad_tape *t, int64_t i)
+{
+    VIEWS;
+    AD_GATHER_EACH(bk, o.tan[ko] = a.tan[ks]);
+    return AD_OK;
+}
+
+AD_SIMD_CLONES static int tangent_scatter(ad_tape *t, int64_t i)
+{
+    VIEWS;
+    for (int64_t k = 0; k < bk->size; ++k)
+        o.tan[k] = 0.0;
+    for (int64_t k = 0; k < bk->nmap; ++k)
+        o.tan[bk->map[k]] += a.tan[k];
+    return AD_OK;
+}
+#undef VIEWS
+
+/* One step of the sweep: entry i's tangent, a scalar's from its operands'
+ * tangents, an array's (array: t->aux[i] >= 0) by its kernel. */
+AD_HOT_INLINE int tangent_step(ad_tape *t, int64_t i, const int array)
+{
     const int32_t a = t->a[i], b = t->b[i];
     const uint8_t *f = t->flags;
     double *tan = t->tan;
@@ -100,23 +131,46 @@ static int tangent_entry(ad_tape *t, int64_t i)
     const double dy = b >= 0 && (f[b] & AD_FLAG_VARIABLE) ? tan[b] : 0.0;
     const double v = t->val[i], c = t->imm[i];
     (void)x; (void)y; (void)v; (void)c; (void)dy;
+    int status = AD_OK;
+/* an array entry runs its kernel, a scalar one the rule after this */
+#define ARRAY(kernel)                                                        \
+    if (array) {                                                             \
+        status = kernel(t, i);                                               \
+        break;                                                               \
+    }
     switch ((enum ad_op)t->op[i]) {
-#define SCALAR_CASE(OP, AR, EXPR, DA, DB, DAA, DAB, DBB)                     \
-    case OP:                                                                 \
+#define ELEMENTWISE(CODE, NAME, AR, KIND, INT, VALUE, DA, DB, DAA, DAB, DBB) \
+    case CODE:                                                               \
+        ARRAY(tangent_##CODE)                                                \
         tan[i] = ad_azmul(DA, dx) + (AR == 2 ? ad_azmul(DB, dy) : 0.0);      \
         break;
-    AD_ELEMENTWISE_RULES(SCALAR_CASE)
-#undef SCALAR_CASE
-    case AD_LEAF:   break;                       /* seeded */
-    case AD_SUM:    tan[i] = dx / c; break;      /* the sum of one scalar */
-    case AD_MAX: case AD_MIN: case AD_RESHAPE: case AD_GATHER: case AD_SCATTER:
-        tan[i] = dx; break;
-    case AD_LSE:    tan[i] = ad_azmul(ad_lse_weight(x, v), dx); break;
-    case AD_EXTERN: return ad_call_extern(t, t->extern_tangent, i, "tangent");
+    AD_OPS(NO_KERNEL, ELEMENTWISE)
+#undef ELEMENTWISE
+    case AD_LEAF:    break;                       /* seeded */
+    case AD_SUM:     ARRAY(tangent_sum) tan[i] = dx / c; break;  /* of one */
+    case AD_MAX: case AD_MIN: ARRAY(tangent_extreme) tan[i] = dx; break;
+    case AD_LSE:
+        ARRAY(tangent_lse)
+        tan[i] = ad_azmul(ad_lse_weight(x, v), dx);
+        break;
+    case AD_RESHAPE: ARRAY(tangent_reshape) tan[i] = dx; break;
+    case AD_GATHER:  ARRAY(tangent_gather) tan[i] = dx; break;
+    case AD_SCATTER: ARRAY(tangent_scatter) tan[i] = dx; break;
+    case AD_EXTERN:
+        status = ad_call_extern(t, t->extern_tangent, i, "tangent");
+        break;
     case AD_NUM_OPS:
         return ad_fail(t, AD_EINVAL, i, "bad op at %lld", (long long)i);
     }
-    return AD_OK;
+#undef ARRAY
+    AD_TRACE_STEP("tan", t, i, 0, AD_TRACE_TAN);
+    return status;
+}
+#undef NO_KERNEL
+
+AD_NOINLINE static int tangent_array_step(ad_tape *t, int64_t i)
+{
+    return tangent_step(t, i, 1);
 }
 
 /* Checks shared by the tangent and second-order sweeps' seeds. */
@@ -172,7 +226,9 @@ int ad_tangent(ad_tape *t, int64_t hi, int64_t nseeds, const int64_t *idx,
     for (int64_t i = 0; i < hi; ++i) {
         if (t->op[i] == AD_LEAF || !(t->flags[i] & AD_FLAG_VARIABLE))
             continue;
-        if ((status = tangent_entry(t, i)) != AD_OK)
+        status = t->aux[i] < 0 ? tangent_step(t, i, 0)
+                               : tangent_array_step(t, i);
+        if (status != AD_OK)
             return status;
     }
     return AD_OK;

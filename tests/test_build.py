@@ -54,6 +54,40 @@ def test_op_table_comes_from_the_c_enum():
         assert _core.OP_ARITY[code] in (0, 1, 2)
 
 
+def _csrc_module(name):
+    """A build-time script of csrc/, imported from the checkout."""
+    import importlib
+    import os
+    csrc = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                        "csrc")
+    sys.path.insert(0, csrc)
+    try:
+        return importlib.import_module(name)
+    finally:
+        sys.path.pop(0)
+
+
+def test_the_op_enum_is_written_out_from_the_op_table():
+    """cffi expands no macros, so csrc/opcodes.h holds the op enum written
+    out from the table in csrc/rules.h by csrc/gen_opcodes.py: regenerated,
+    it must be the file checked in.  The script reads the table as the
+    compiler does: the same ops, names, arities and kinds."""
+    gen = _csrc_module("gen_opcodes")
+    with open(gen.RULES) as f:
+        rules = f.read()
+    with open(gen.OUTPUT) as f:
+        assert f.read() == gen.render(rules), "run python csrc/gen_opcodes.py"
+    from pyautodiff._core import ffi, lib
+    kinds = ffi.typeof("enum ad_op_kind").relements
+    rows = gen.rows(rules)
+    assert len(rows) == _core.NUM_OPS
+    for code, (name, cname, arity, kind, _) in enumerate(rows):
+        assert _core.OPS[name[3:]] == code
+        assert (_core.OP_NAMES[code], _core.OP_ARITY[code]) == (cname, arity)
+        assert lib.ad_op_kind(code) == kinds["AD_KIND_" + kind]
+    assert lib.ad_op_kind(_core.NUM_OPS) == lib.ad_op_kind(-1) == -1
+
+
 def test_c_rejects_malformed_records_without_crashing():
     import struct
     from pyautodiff._core import ffi, lib
