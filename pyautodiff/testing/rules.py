@@ -58,6 +58,9 @@ tanh = _elementwise(math.tanh, np.tanh)
 sin = _elementwise(math.sin, np.sin)
 cos = _elementwise(math.cos, np.cos)
 sqrt = _elementwise(math.sqrt, np.sqrt)
+log1p = _elementwise(math.log1p, np.log1p)
+expm1 = _elementwise(math.expm1, np.expm1)
+arctan = _elementwise(math.atan, np.arctan)
 
 
 def _any_array(*xs):
@@ -209,6 +212,14 @@ _ROWS = [
          (lambda x, v: 0.5 / v,),
          (lambda x, v: -0.25 / (v * v * v),),                      "sqrt"),
     Rule("square", 1, lambda x: x * x, (lambda x, v: 2.0 * x,), (_c(2.0),)),
+    Rule("log1p", 1, log1p,
+         (lambda x, v: 1.0 / (1.0 + x),),
+         (lambda x, v: -1.0 / ((1.0 + x) * (1.0 + x)),),           "log1p"),
+    Rule("expm1", 1, expm1, (lambda x, v: exp(x),), (lambda x, v: exp(x),),
+         "expm1"),
+    Rule("arctan", 1, arctan,
+         (lambda x, v: 1.0 / (1.0 + x * x),),
+         (lambda x, v: -2.0 * x / ((1.0 + x * x) * (1.0 + x * x)),), "arctan"),
 ]
 
 
