@@ -46,6 +46,9 @@ enum ad_op {
     AD_RESHAPE,  /* 36 reshape  x    v = x, reshaped                         */
     AD_EXTERN,   /* 37 extern   x y  v = f(x, y)                             */
     AD_LSE,      /* 38 lse      x    v = log(sum(exp(x)))                    */
+    AD_LOG1P,    /* 39 log1p    x    v = log1p(x)                            */
+    AD_EXPM1,    /* 40 expm1    x    v = expm1(x)                            */
+    AD_ARCTAN,   /* 41 arctan   x    v = atan(x)                             */
     AD_NUM_OPS
 };
 

@@ -149,6 +149,14 @@
     OP(AD_EXTERN,  "extern",  2, EXTERN,      FLOAT) /* v = f(x, y) */       \
     /* shifted by max(x) so nothing overflows; all -inf gives -inf */        \
     OP(AD_LSE,     "lse",     1, REDUCE, FLOAT) /* v = log(sum(exp(x))) */ \
+    EW(AD_LOG1P,   "log1p",   1, ELEMENTWISE, FLOAT,        log1p(x),        \
+       1.0 / (1.0 + x), 0.0,              -1.0 / ((1.0 + x) * (1.0 + x)), 0.0, 0.0) \
+    /* exp(x), not v + 1: that is 0 where x is very negative */             \
+    EW(AD_EXPM1,   "expm1",   1, ELEMENTWISE, FLOAT,        expm1(x),        \
+       exp(x), 0.0,                           exp(x), 0.0, 0.0)              \
+    EW(AD_ARCTAN,  "arctan",  1, ELEMENTWISE, FLOAT,        atan(x),         \
+       1.0 / (1.0 + x * x), 0.0,                                             \
+       -2.0 * x / ((1.0 + x * x) * (1.0 + x * x)), 0.0, 0.0)                 \
     /* a new op goes here, after the others: saved recordings hold their     \
      * codes */
 

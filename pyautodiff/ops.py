@@ -48,6 +48,7 @@ def _sigmoid(x):
 SCALAR_NAMES = {
     "_pow": _pow, "_sigmoid": _sigmoid, "_tanh": math.tanh, "_exp": math.exp,
     "_log": math.log, "_sin": math.sin, "_cos": math.cos, "_sqrt": math.sqrt,
+    "_log1p": math.log1p, "_expm1": math.expm1, "_atan": math.atan,
 }
 
 
@@ -143,6 +144,10 @@ ELEMENTWISE = (
 
     # an Array's a ** 2 (POWC with c == 2): NumPy computes it as a * a
     Op("SQUARE", "x * x", np.square),
+
+    Op("LOG1P", "_log1p(x)", np.log1p, "log1p", "log1p", function="log1p"),
+    Op("EXPM1", "_expm1(x)", np.expm1, "expm1", "expm1", function="expm1"),
+    Op("ARCTAN", "_atan(x)", np.arctan, "arctan", "arctan", function="arctan"),
 )
 
 ROWS = {op.name: op for op in ELEMENTWISE}

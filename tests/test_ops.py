@@ -3,13 +3,14 @@ rules.py: each elementwise op's value and partials, written from the math):
 on Values, their gradients against the row's partials, central differences
 and forward-mode duals; on Arrays, values and gradients against the row on
 NumPy; and the table itself against central differences."""
+import math
 import operator
 
 import numpy as np
 import pytest
 
 import pyautodiff as ad
-from pyautodiff import _core
+from pyautodiff import _core, ops
 from pyautodiff.testing.rules import RULES, spelled
 from helpers import (COMPARISON_OPS, NOT_ELEMENTWISE, VALUE_OPS, central_diff,
                      dual_grad)
@@ -22,6 +23,9 @@ POINTS = {
     "abs": [(0.7,), (-1.3,)],
     "relu": [(0.7,), (-1.3,)],
     "sigmoid": [(0.7,), (-30.0,)],
+    "log1p": [(0.7,), (-0.999,), (1e-12,)],
+    "expm1": [(0.7,), (-40.0,), (1e-12,)],      # expm1'(-40) is exp(-40), not 0
+    "arctan": [(0.7,), (-3.0,), (40.0,)],
     "maximum": [(0.7, -1.3), (-1.3, 0.7), (0.5, 0.5)],     # a tie: halves
     "minimum": [(0.7, -1.3), (-1.3, 0.7), (0.5, 0.5)],
     "select": [(0.7, 1.0), (0.7, 0.0)],                     # (x, the mask)
@@ -88,6 +92,45 @@ def test_op(name):
         value, dual = dual_grad(fn, xs)
         assert out.data == pytest.approx(value, rel=1e-15)
         assert got == pytest.approx(dual, rel=1e-12, abs=1e-12)
+
+
+# the unary rows against math's own functions and their closed-form
+# derivatives, relative error only: an absolute tolerance would pass
+# expm1'(-40) = 4e-18 computed as v + 1 = 0
+MATH = {
+    "log1p": (math.log1p, lambda x: 1.0 / (1.0 + x), lambda x: -1.0 / (1.0 + x) ** 2),
+    "expm1": (math.expm1, math.exp, math.exp),
+    "arctan": (math.atan, lambda x: 1.0 / (1.0 + x * x),
+               lambda x: -2.0 * x / (1.0 + x * x) ** 2),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MATH))
+def test_unary_op_against_math_and_numpy(name):
+    value, d, dd = MATH[name]
+    op = next(op for op in ops.ELEMENTWISE if op.name == name.upper())
+    xs = [x for (x,) in points(name)]
+    for x in xs:
+        v = ad.Value(x)
+        out = getattr(v, op.method)()
+        out.backward()
+        assert out.data == pytest.approx(value(x), rel=1e-15, abs=0)
+        assert v.grad == pytest.approx(d(x), rel=1e-14, abs=0)
+        f = getattr(ad, op.function)
+        assert ad.grad(f)(x) == pytest.approx(d(x), rel=1e-14, abs=0)
+        assert ad.hessian(f)(x) == pytest.approx(dd(x), rel=1e-13, abs=0)
+        assert ad.record(f, 0.5).hessian(x) == pytest.approx(dd(x), rel=1e-13, abs=0)
+    # on an Array: np.NAME, ad.NAME and the method, against NumPy
+    ufunc = getattr(np, name)
+    for fn in (ufunc, getattr(ad, op.function), lambda a: getattr(a, op.method)()):
+        a = ad.Array(xs)
+        out = fn(a)
+        assert isinstance(out, ad.Array)
+        np.testing.assert_allclose(out.data, ufunc(np.array(xs)), rtol=1e-15, atol=0)
+        out.backward(np.ones(len(xs)))
+        np.testing.assert_allclose(a.grad, [d(x) for x in xs], rtol=1e-14, atol=0)
+    # a plain number or ndarray: NumPy's function, nothing recorded
+    assert getattr(ad, op.function)(xs[0]) == ufunc(xs[0])
 
 
 def test_leaf():
@@ -205,7 +248,7 @@ def test_value_mixed_with_numpy_scalars():
 def test_module_functions_take_values_and_plain_numbers():
     np = pytest.importorskip("numpy")
     x = ad.Value(0.5)
-    for name in ("exp", "log", "tanh", "sigmoid", "sin", "cos", "sqrt", "relu", "abs"):
+    for name in (op.function for op in ops.ELEMENTWISE if op.function):
         fn = getattr(ad, name)
         v = fn(x)
         assert isinstance(v, ad.Value)

@@ -21,6 +21,7 @@ from scipy.special import logsumexp
 
 import pyautodiff as ad
 from pyautodiff import _core, tapefile
+from pyautodiff.testing.rules import RULES
 
 pytestmark = pytest.mark.filterwarnings("ignore:Output seems independent")
 
@@ -151,22 +152,21 @@ def column_at(header, name, i):
 
 # -- an independent evaluation of a saved tape: NumPy, entry by entry --------
 
-_UNARY = {"addc": lambda x, c: x + c, "mulc": lambda x, c: x * c,
-          "divc": lambda x, c: x / c, "rsubc": lambda x, c: c - x,
-          "rdivc": lambda x, c: c / x, "powc": lambda x, c: x ** c,
-          "rpowc": lambda x, c: c ** x, "neg": lambda x, c: -x,
-          "abs": lambda x, c: np.abs(x), "relu": lambda x, c: np.where(x < 0, 0.0, x),
-          "tanh": lambda x, c: np.tanh(x), "exp": lambda x, c: np.exp(x),
-          "log": lambda x, c: np.log(x),
-          "sigmoid": lambda x, c: 1.0 / (1.0 + np.exp(-x)),
-          "sin": lambda x, c: np.sin(x), "cos": lambda x, c: np.cos(x),
-          "sqrt": lambda x, c: np.sqrt(x), "square": lambda x, c: x * x}
-_BINARY = {"add": np.add, "sub": np.subtract, "mul": np.multiply,
-           "div": np.divide, "pow": np.power, "maximum": np.maximum,
-           "minimum": np.minimum, "select": lambda x, m: np.where(m != 0, x, 0.0),
-           "lt": lambda x, y: (x < y) * 1.0, "le": lambda x, y: (x <= y) * 1.0,
-           "eq": lambda x, y: (x == y) * 1.0, "ne": lambda x, y: (x != y) * 1.0,
-           "extern": np.matmul}
+def _on_arrays(rule):
+    """The oracle row's value on ndarrays (NumPy: NaNs, not math's errors),
+    of (x, c) for an op of one operand, fused with a constant c or not, or
+    of (x, y)."""
+    n = 1 if rule.arity == 1 and rule.constant is None else 2   # operands it takes
+
+    def value(*operands):
+        return rule.value(*[np.asarray(x, dtype=float) for x in operands[:n]])
+    return value
+
+
+# the elementwise ops: every row of the oracle table
+_UNARY = {name: _on_arrays(rule) for name, rule in RULES.items() if rule.arity == 1}
+_BINARY = {name: _on_arrays(rule) for name, rule in RULES.items() if rule.arity == 2}
+_BINARY["extern"] = np.matmul
 _REDUCE = {"sum": np.sum, "max": np.max, "min": np.min, "lse": logsumexp}
 
 

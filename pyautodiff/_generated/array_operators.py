@@ -5,14 +5,14 @@
 # Op codes inlined below (pyautodiff._core.OPS, the C enum):
 #  ADD 1  SUB 2  MUL 3  DIV 4  POW 5  ADDC 6  MULC 7  DIVC 8  RSUBC 9  RDIVC 10
 #  POWC 11  RPOWC 12  NEG 13  ABS 14  RELU 15  TANH 16  EXP 17  LOG 18
-#  SIGMOID 19  SIN 20  COS 21  SQRT 22
+#  SIGMOID 19  SIN 20  COS 21  SQRT 22  LOG1P 39  EXPM1 40  ARCTAN 41
 """Array's recording steps (array.py's _keep_entry, _settle_entry and
 _result), its operators, and the module functions ad.NAME, with the
 steps inlined.  They run in array.py's globals (see __init__.py here).
 """
 
 # the codes above, checked against the C enum when linked
-INLINED = {'ADD': 1, 'SUB': 2, 'MUL': 3, 'DIV': 4, 'POW': 5, 'ADDC': 6, 'MULC': 7, 'DIVC': 8, 'RSUBC': 9, 'RDIVC': 10, 'POWC': 11, 'RPOWC': 12, 'NEG': 13, 'ABS': 14, 'RELU': 15, 'TANH': 16, 'EXP': 17, 'LOG': 18, 'SIGMOID': 19, 'SIN': 20, 'COS': 21, 'SQRT': 22}
+INLINED = {'ADD': 1, 'SUB': 2, 'MUL': 3, 'DIV': 4, 'POW': 5, 'ADDC': 6, 'MULC': 7, 'DIVC': 8, 'RSUBC': 9, 'RDIVC': 10, 'POWC': 11, 'RPOWC': 12, 'NEG': 13, 'ABS': 14, 'RELU': 15, 'TANH': 16, 'EXP': 17, 'LOG': 18, 'SIGMOID': 19, 'SIN': 20, 'COS': 21, 'SQRT': 22, 'LOG1P': 39, 'EXPM1': 40, 'ARCTAN': 41}
 
 
 def _keep_entry(t, out, arr, nodes, i, pool=None):
@@ -1227,6 +1227,132 @@ def sqrt(self):
     return _unary(self, 'sqrt')
 
 
+def log1p(self):
+    t = state.rec
+    if self._t is t and t is not NO_GRAD:
+        pool = self._p or _pool_of(t, self._v.shape)
+        if pool:
+            nodes = t.nodes
+            i = len(nodes)
+            if i != t.nflushed:
+                t.flush()
+            j = pool.next
+            try:
+                status = _array_row(t._c, 39, self._i, -1, 0.0, pool.base, j)
+                if status > 0:
+                    _core.check(status, t._c)
+                bad = status
+                out = _object_new(Array)
+                out._b = pool.block
+                out._j = j
+                out._t = t
+                out._p = pool
+                out._i = i
+                t.nflushed = i + 1
+                nodes.append(out)
+            except BaseException:
+                t.drop_unkept(i)
+                raise
+            if i >= t.array_limit:
+                t.spill()
+            if j == _POOL_ROWS - 1:
+                pool.refill(t)
+            else:
+                pool.next = j + 1
+        else:
+            out = _append(t, _object_new(Array), 39, self._i, -1, 0.0,
+                          buffers.empty(self._v.shape), True, True)
+            bad = t._c.last_nonfinite
+        if bad:
+            _nonfinite(out, 39, NUMPY_UNARY['log1p'], self._d)
+        return out
+    return _unary(self, 'log1p')
+
+
+def expm1(self):
+    t = state.rec
+    if self._t is t and t is not NO_GRAD:
+        pool = self._p or _pool_of(t, self._v.shape)
+        if pool:
+            nodes = t.nodes
+            i = len(nodes)
+            if i != t.nflushed:
+                t.flush()
+            j = pool.next
+            try:
+                status = _array_row(t._c, 40, self._i, -1, 0.0, pool.base, j)
+                if status > 0:
+                    _core.check(status, t._c)
+                bad = status
+                out = _object_new(Array)
+                out._b = pool.block
+                out._j = j
+                out._t = t
+                out._p = pool
+                out._i = i
+                t.nflushed = i + 1
+                nodes.append(out)
+            except BaseException:
+                t.drop_unkept(i)
+                raise
+            if i >= t.array_limit:
+                t.spill()
+            if j == _POOL_ROWS - 1:
+                pool.refill(t)
+            else:
+                pool.next = j + 1
+        else:
+            out = _append(t, _object_new(Array), 40, self._i, -1, 0.0,
+                          buffers.empty(self._v.shape), True, True)
+            bad = t._c.last_nonfinite
+        if bad:
+            _nonfinite(out, 40, NUMPY_UNARY['expm1'], self._d)
+        return out
+    return _unary(self, 'expm1')
+
+
+def arctan(self):
+    t = state.rec
+    if self._t is t and t is not NO_GRAD:
+        pool = self._p or _pool_of(t, self._v.shape)
+        if pool:
+            nodes = t.nodes
+            i = len(nodes)
+            if i != t.nflushed:
+                t.flush()
+            j = pool.next
+            try:
+                status = _array_row(t._c, 41, self._i, -1, 0.0, pool.base, j)
+                if status > 0:
+                    _core.check(status, t._c)
+                bad = status
+                out = _object_new(Array)
+                out._b = pool.block
+                out._j = j
+                out._t = t
+                out._p = pool
+                out._i = i
+                t.nflushed = i + 1
+                nodes.append(out)
+            except BaseException:
+                t.drop_unkept(i)
+                raise
+            if i >= t.array_limit:
+                t.spill()
+            if j == _POOL_ROWS - 1:
+                pool.refill(t)
+            else:
+                pool.next = j + 1
+        else:
+            out = _append(t, _object_new(Array), 41, self._i, -1, 0.0,
+                          buffers.empty(self._v.shape), True, True)
+            bad = t._c.last_nonfinite
+        if bad:
+            _nonfinite(out, 41, NUMPY_UNARY['arctan'], self._d)
+        return out
+    return _unary(self, 'arctan')
+
+
 def make_abs(_methods, _otherwise):
     def abs(x):
         self = x
@@ -1677,6 +1803,156 @@ def make_sqrt(_methods, _otherwise):
     return sqrt
 
 
+def make_log1p(_methods, _otherwise):
+    def log1p(x):
+        self = x
+        cls = self.__class__
+        if cls is Array:
+            t = state.rec
+            if self._t is t and t is not NO_GRAD:
+                pool = self._p or _pool_of(t, self._v.shape)
+                if pool:
+                    nodes = t.nodes
+                    i = len(nodes)
+                    if i != t.nflushed:
+                        t.flush()
+                    j = pool.next
+                    try:
+                        status = _array_row(t._c, 39, self._i, -1, 0.0, pool.base, j)
+                        if status > 0:
+                            _core.check(status, t._c)
+                        bad = status
+                        out = _object_new(Array)
+                        out._b = pool.block
+                        out._j = j
+                        out._t = t
+                        out._p = pool
+                        out._i = i
+                        t.nflushed = i + 1
+                        nodes.append(out)
+                    except BaseException:
+                        t.drop_unkept(i)
+                        raise
+                    if i >= t.array_limit:
+                        t.spill()
+                    if j == _POOL_ROWS - 1:
+                        pool.refill(t)
+                    else:
+                        pool.next = j + 1
+                else:
+                    out = _append(t, _object_new(Array), 39, self._i, -1, 0.0,
+                                  buffers.empty(self._v.shape), True, True)
+                    bad = t._c.last_nonfinite
+                if bad:
+                    _nonfinite(out, 39, NUMPY_UNARY['log1p'], self._d)
+                return out
+        m = _methods.get(cls)
+        if m is not None:
+            return m(self)
+        return _otherwise(self)
+    return log1p
+
+
+def make_expm1(_methods, _otherwise):
+    def expm1(x):
+        self = x
+        cls = self.__class__
+        if cls is Array:
+            t = state.rec
+            if self._t is t and t is not NO_GRAD:
+                pool = self._p or _pool_of(t, self._v.shape)
+                if pool:
+                    nodes = t.nodes
+                    i = len(nodes)
+                    if i != t.nflushed:
+                        t.flush()
+                    j = pool.next
+                    try:
+                        status = _array_row(t._c, 40, self._i, -1, 0.0, pool.base, j)
+                        if status > 0:
+                            _core.check(status, t._c)
+                        bad = status
+                        out = _object_new(Array)
+                        out._b = pool.block
+                        out._j = j
+                        out._t = t
+                        out._p = pool
+                        out._i = i
+                        t.nflushed = i + 1
+                        nodes.append(out)
+                    except BaseException:
+                        t.drop_unkept(i)
+                        raise
+                    if i >= t.array_limit:
+                        t.spill()
+                    if j == _POOL_ROWS - 1:
+                        pool.refill(t)
+                    else:
+                        pool.next = j + 1
+                else:
+                    out = _append(t, _object_new(Array), 40, self._i, -1, 0.0,
+                                  buffers.empty(self._v.shape), True, True)
+                    bad = t._c.last_nonfinite
+                if bad:
+                    _nonfinite(out, 40, NUMPY_UNARY['expm1'], self._d)
+                return out
+        m = _methods.get(cls)
+        if m is not None:
+            return m(self)
+        return _otherwise(self)
+    return expm1
+
+
+def make_arctan(_methods, _otherwise):
+    def arctan(x):
+        self = x
+        cls = self.__class__
+        if cls is Array:
+            t = state.rec
+            if self._t is t and t is not NO_GRAD:
+                pool = self._p or _pool_of(t, self._v.shape)
+                if pool:
+                    nodes = t.nodes
+                    i = len(nodes)
+                    if i != t.nflushed:
+                        t.flush()
+                    j = pool.next
+                    try:
+                        status = _array_row(t._c, 41, self._i, -1, 0.0, pool.base, j)
+                        if status > 0:
+                            _core.check(status, t._c)
+                        bad = status
+                        out = _object_new(Array)
+                        out._b = pool.block
+                        out._j = j
+                        out._t = t
+                        out._p = pool
+                        out._i = i
+                        t.nflushed = i + 1
+                        nodes.append(out)
+                    except BaseException:
+                        t.drop_unkept(i)
+                        raise
+                    if i >= t.array_limit:
+                        t.spill()
+                    if j == _POOL_ROWS - 1:
+                        pool.refill(t)
+                    else:
+                        pool.next = j + 1
+                else:
+                    out = _append(t, _object_new(Array), 41, self._i, -1, 0.0,
+                                  buffers.empty(self._v.shape), True, True)
+                    bad = t._c.last_nonfinite
+                if bad:
+                    _nonfinite(out, 41, NUMPY_UNARY['arctan'], self._d)
+                return out
+        m = _methods.get(cls)
+        if m is not None:
+            return m(self)
+        return _otherwise(self)
+    return arctan
+
+
 OPERATORS = (
     '__add__',
     '__radd__',
@@ -1698,6 +1974,9 @@ OPERATORS = (
     'sin',
     'cos',
     'sqrt',
+    'log1p',
+    'expm1',
+    'arctan',
 )
 
 # the makers of the module functions ad.NAME (functions.py)
@@ -1711,4 +1990,7 @@ FUNCTIONS = {
     'sin': make_sin,
     'cos': make_cos,
     'sqrt': make_sqrt,
+    'log1p': make_log1p,
+    'expm1': make_expm1,
+    'arctan': make_arctan,
 }

@@ -5,14 +5,14 @@
 # Op codes inlined below (pyautodiff._core.OPS, the C enum):
 #  ADD 1  SUB 2  MUL 3  DIV 4  POW 5  ADDC 6  MULC 7  DIVC 8  RSUBC 9  RDIVC 10
 #  POWC 11  RPOWC 12  NEG 13  ABS 14  RELU 15  TANH 16  EXP 17  LOG 18
-#  SIGMOID 19  SIN 20  COS 21  SQRT 22
+#  SIGMOID 19  SIN 20  COS 21  SQRT 22  LOG1P 39  EXPM1 40  ARCTAN 41
 """Value's and Traced's operators, and each op's value on plain numbers.
 They run in the globals value.py's install_operators gives them (see
 __init__.py here): _cls is the class.
 """
 
 # the codes above, checked against the C enum when linked
-INLINED = {'ADD': 1, 'SUB': 2, 'MUL': 3, 'DIV': 4, 'POW': 5, 'ADDC': 6, 'MULC': 7, 'DIVC': 8, 'RSUBC': 9, 'RDIVC': 10, 'POWC': 11, 'RPOWC': 12, 'NEG': 13, 'ABS': 14, 'RELU': 15, 'TANH': 16, 'EXP': 17, 'LOG': 18, 'SIGMOID': 19, 'SIN': 20, 'COS': 21, 'SQRT': 22}
+INLINED = {'ADD': 1, 'SUB': 2, 'MUL': 3, 'DIV': 4, 'POW': 5, 'ADDC': 6, 'MULC': 7, 'DIVC': 8, 'RSUBC': 9, 'RDIVC': 10, 'POWC': 11, 'RPOWC': 12, 'NEG': 13, 'ABS': 14, 'RELU': 15, 'TANH': 16, 'EXP': 17, 'LOG': 18, 'SIGMOID': 19, 'SIN': 20, 'COS': 21, 'SQRT': 22, 'LOG1P': 39, 'EXPM1': 40, 'ARCTAN': 41}
 
 
 def __add__(self, other):
@@ -460,6 +460,60 @@ def sqrt(self):
     return _slow_unary(self, 'sqrt')
 
 
+def log1p(self):
+    t = _state.rec
+    if self._t is t:
+        x = self._d
+        d = _log1p(x)
+        out = _new(_cls)
+        out._d = d
+        out._t = t
+        n = t.nodes
+        out._i = i = len(n)
+        _pack_into(t.buf, i << 5, 39, self._i, -1, 0, 0.0, d)
+        n.append(out)
+        if i >= t.limit:
+            t.spill(out)
+        return out
+    return _slow_unary(self, 'log1p')
+
+
+def expm1(self):
+    t = _state.rec
+    if self._t is t:
+        x = self._d
+        d = _expm1(x)
+        out = _new(_cls)
+        out._d = d
+        out._t = t
+        n = t.nodes
+        out._i = i = len(n)
+        _pack_into(t.buf, i << 5, 40, self._i, -1, 0, 0.0, d)
+        n.append(out)
+        if i >= t.limit:
+            t.spill(out)
+        return out
+    return _slow_unary(self, 'expm1')
+
+
+def arctan(self):
+    t = _state.rec
+    if self._t is t:
+        x = self._d
+        d = _atan(x)
+        out = _new(_cls)
+        out._d = d
+        out._t = t
+        n = t.nodes
+        out._i = i = len(n)
+        _pack_into(t.buf, i << 5, 41, self._i, -1, 0, 0.0, d)
+        n.append(out)
+        if i >= t.limit:
+            t.spill(out)
+        return out
+    return _slow_unary(self, 'arctan')
+
+
 # each op's value on plain numbers, for the slow paths (cls._fn)
 VALUES = {
     'ADD': lambda x, y=None, c=None: x + y,
@@ -484,6 +538,9 @@ VALUES = {
     'SIN': lambda x, y=None, c=None: _sin(x),
     'COS': lambda x, y=None, c=None: _cos(x),
     'SQRT': lambda x, y=None, c=None: _sqrt(x),
+    'LOG1P': lambda x, y=None, c=None: _log1p(x),
+    'EXPM1': lambda x, y=None, c=None: _expm1(x),
+    'ARCTAN': lambda x, y=None, c=None: _atan(x),
 }
 
 OPERATORS = (
@@ -507,4 +564,7 @@ OPERATORS = (
     'sin',
     'cos',
     'sqrt',
+    'log1p',
+    'expm1',
+    'arctan',
 )

@@ -27,7 +27,7 @@ except ImportError:          # NumPy < 2
     from numpy.core.numeric import normalize_axis_tuple
 
 
-from .rules import RULES
+from .rules import RULES, UNARY
 
 # a comparison's symbol -> NumPy's function (the fuzzer's spellings)
 COMPARISONS = {"<": np.less, "<=": np.less_equal, ">": np.greater,
@@ -165,39 +165,6 @@ class Reference:
 
     def minimum(self, a, b):
         return self.apply("minimum", a, b)
-
-    def neg(self, a):
-        return self.apply("neg", a)
-
-    def abs(self, a):
-        return self.apply("abs", a)
-
-    def relu(self, a):
-        return self.apply("relu", a)
-
-    def tanh(self, a):
-        return self.apply("tanh", a)
-
-    def exp(self, a):
-        return self.apply("exp", a)
-
-    def log(self, a):
-        return self.apply("log", a)
-
-    def sigmoid(self, a):
-        return self.apply("sigmoid", a)
-
-    def sin(self, a):
-        return self.apply("sin", a)
-
-    def cos(self, a):
-        return self.apply("cos", a)
-
-    def sqrt(self, a):
-        return self.apply("sqrt", a)
-
-    def square(self, a):
-        return self.apply("square", a)
 
     # -- composites of the rows ----------------------------------------------------
 
@@ -384,6 +351,20 @@ class Reference:
         d = None if a.d is None else a.d - self._expected_tangent(a, s, axes)
         return DualArray(a.v - lse, d)
 
+
+
+
+def _install_unary(cls):
+    """A method of cls for every unary row of the oracle table (neg, tanh,
+    log1p ...), each the row applied elementwise."""
+    for name in UNARY:
+        def method(self, a, name=name):
+            return self.apply(name, a)
+        method.__name__ = name
+        setattr(cls, name, method)
+
+
+_install_unary(Reference)
 
 def _explicit(index, ndim):
     """index as a tuple with its Ellipsis spelled out as slices, so that

@@ -31,6 +31,7 @@ Each program is checked four ways:
 Programs whose reference passes near a kink (relu, abs, maximum, a max
 reduction's winner ...) without sitting on it, or overflows, are skipped.
 """
+import operator
 import random
 import time
 import warnings
@@ -38,10 +39,11 @@ import warnings
 import numpy as np
 
 import pyautodiff as ad
-from pyautodiff import _core
+from pyautodiff import _core, ops
 from pyautodiff._core import lib
 from .arrays import COMPARISONS as NUMPY_COMPARISONS, Reference
 from .fuzz_scalars import tally
+from .rules import RULES, inside, into_domain
 
 VALUE_RTOL = 1e-9       # rounding differs (libm vs NumPy, summation order)
 GRAD_RTOL = 1e-7
@@ -114,43 +116,6 @@ class TapeOps:
 
     def pow(self, a, b):
         return self._arith(a, b, lambda x, y: x ** y, np.power)
-
-    def _unary(self, a, name, numpy_fn):
-        if self.spell == "np" and numpy_fn is not None:
-            return numpy_fn(a)
-        if self.spell == "ad":
-            return getattr(ad, name)(a)
-        return getattr(a, name)()
-
-    def neg(self, a):
-        return np.negative(a) if self.spell == "np" else -a
-
-    def abs(self, a):
-        return {"np": np.abs, "ad": ad.abs}.get(self.spell, abs)(a)
-
-    def relu(self, a):
-        return self._unary(a, "relu", None)
-
-    def sigmoid(self, a):
-        return self._unary(a, "sigmoid", None)
-
-    def tanh(self, a):
-        return self._unary(a, "tanh", np.tanh)
-
-    def exp(self, a):
-        return self._unary(a, "exp", np.exp)
-
-    def log(self, a):
-        return self._unary(a, "log", np.log)
-
-    def sin(self, a):
-        return self._unary(a, "sin", np.sin)
-
-    def cos(self, a):
-        return self._unary(a, "cos", np.cos)
-
-    def sqrt(self, a):
-        return self._unary(a, "sqrt", np.sqrt)
 
     def maximum(self, a, b):
         return (np.maximum if self.spell == "np" else ad.maximum)(a, b)
@@ -252,6 +217,33 @@ class TapeOps:
         return _sumsq_last(a, c)
 
 
+
+def _tape_unary(op):
+    """The unary op of the package's table (ops.py) in each spelling: its
+    NumPy ufunc ("np"), ad.NAME ("ad"), its operator or method ("op");
+    where it has no ufunc or no ad.NAME, the next of these."""
+    if op.method.startswith("__"):                   # -x, abs(x)
+        method = getattr(operator, op.method.strip("_"))
+    else:
+        method = operator.methodcaller(op.method)
+    ufunc = op.numpy if isinstance(op.numpy, np.ufunc) else None
+    function = getattr(ad, op.function) if op.function else None
+
+    def unary(self, a):
+        if self.spell == "np" and ufunc is not None:
+            return ufunc(a)
+        if self.spell in ("np", "ad") and function is not None:
+            return function(a)
+        return method(a)
+    return unary
+
+
+# the unary ops of the package's table, by their oracle rows' names
+UNARY_OPS = {op.name.lower(): op for op in ops.ELEMENTWISE if op.method in ops.UNARY}
+for _name, _op in UNARY_OPS.items():
+    setattr(TapeOps, _name, _tape_unary(_op))
+del _name, _op
+
 # -- the ops of a program: fn(B, operands, params) on either backend B ----------
 
 def _operands(xs, p):
@@ -275,6 +267,17 @@ def _pow(B, xs, p):
     return B.pow(base, y if p["ops"][1][0] == "c" else B.tanh(y))
 
 
+def _unary(name):
+    """A unary op, its operand mapped into the oracle row's domain unless
+    the step found it there already ("direct")."""
+    rule = RULES[name]
+
+    def op(B, xs, p):
+        x = xs[0] if p.get("direct") else into_domain(rule, xs[0], B.add, B.mul, B.tanh)
+        return getattr(B, name)(x)
+    return op
+
+
 def _combine(B, xs, p):
     x, y = _operands(xs, p)
     return B.add(x, B.mul(y, 0.5))
@@ -286,16 +289,7 @@ OPS = {
     "mul": lambda B, xs, p: B.mul(*_operands(xs, p)),
     "div": _div,
     "pow": _pow,
-    "neg": lambda B, xs, p: B.neg(xs[0]),
-    "abs": lambda B, xs, p: B.abs(xs[0]),
-    "relu": lambda B, xs, p: B.relu(xs[0]),
-    "tanh": lambda B, xs, p: B.tanh(xs[0]),
-    "sigmoid": lambda B, xs, p: B.sigmoid(xs[0]),
-    "sin": lambda B, xs, p: B.sin(xs[0]),
-    "cos": lambda B, xs, p: B.cos(xs[0]),
-    "exp": lambda B, xs, p: B.exp(xs[0] if p["direct"] else B.mul(B.tanh(xs[0]), 2.0)),
-    "log": lambda B, xs, p: B.log(_positive(B, xs[0], p)),
-    "sqrt": lambda B, xs, p: B.sqrt(_positive(B, xs[0], p, shift=0.25)),
+    **{name: _unary(name) for name in UNARY_OPS},
     "maximum": lambda B, xs, p: B.maximum(*_operands(xs, p)),
     "minimum": lambda B, xs, p: B.minimum(*_operands(xs, p)),
     "clip": lambda B, xs, p: B.clip(xs[0], p["lo"], p["hi"]),
@@ -345,8 +339,7 @@ def run(steps, B, inputs=None):
 
 # ops whose result is a Value when every traced operand is a Value and every
 # constant a Python number (elsewhere a Value is a 0-d array operand)
-VALUE_KEEPING = {"add", "sub", "mul", "div", "pow", "neg", "abs", "relu", "tanh",
-                 "sigmoid", "sin", "cos", "exp", "log", "sqrt", "combine"}
+VALUE_KEEPING = {"add", "sub", "mul", "div", "pow", "combine"} | set(UNARY_OPS)
 CUSTOM = {"cube", "mulsin", "sumsq_last"}
 # ops that keep a node positive (for log, sqrt, division and powers without
 # the x*x + c detour)
@@ -538,17 +531,33 @@ def _gen_pow(g, i):
     return g.step_from("pow", operands, {"spells": ("op", "op", "np"), "pos": positive})
 
 
+# unary ops whose result is positive, so a later log or sqrt takes it as it is
+POSITIVE_RESULTS = {"exp", "sigmoid", "sqrt"}
+
+
+def _direct(g, i, rule):
+    """Whether node i is in rule's domain already: positive by construction
+    for a domain of every positive number, or every value inside a bounded
+    one (then the moved inputs of a replay keep it there too)."""
+    lo, hi = rule.domain
+    if lo is None and hi is None:
+        return True
+    if hi is None and lo <= 0 and g.pos[i]:
+        return True
+    return hi is not None and inside(rule, g.nodes[i].v)
+
+
 def _gen_unary(op):
     def gen(g, i):
         p = {}
-        if op in ("log", "sqrt"):
-            p["pos"] = g.pos[i]
-        if op == "exp":
-            p["direct"] = bool(np.all(np.abs(g.nodes[i].v) < 20.0))
-        if op in ("relu", "sigmoid", "cube"):   # no NumPy function of that name
-            p["spells"] = ("op",) if op == "cube" else ("op", "ad")
-        pos = op in ("exp", "sigmoid", "sqrt") or (op == "cube" and g.pos[i])
-        return g.finish(op, [i], p, pos=pos)
+        if op == "cube":
+            p["spells"] = ("op",)
+            return g.finish(op, [i], p, pos=g.pos[i])
+        if RULES[op].domain != (None, None):
+            p["direct"] = _direct(g, i, RULES[op])
+        if not isinstance(UNARY_OPS[op].numpy, np.ufunc):     # relu, sigmoid
+            p["spells"] = ("op", "ad")
+        return g.finish(op, [i], p, pos=op in POSITIVE_RESULTS)
     return gen
 
 
@@ -841,8 +850,7 @@ def _gen_sumsq_last(g, i):
 GENERATORS = {
     "add": _gen_arith("add"), "sub": _gen_arith("sub"), "mul": _gen_arith("mul"),
     "div": _gen_div, "pow": _gen_pow,
-    **{op: _gen_unary(op) for op in ("neg", "abs", "relu", "tanh", "sigmoid", "sin",
-                                     "cos", "exp", "log", "sqrt", "cube")},
+    **{op: _gen_unary(op) for op in (*UNARY_OPS, "cube")},
     "maximum": _gen_choice("maximum"), "minimum": _gen_choice("minimum"),
     "clip": _gen_clip, "where": _gen_where, "select": _gen_select,
     **{op: _gen_reduce(op) for op in ("sum", "mean", "max", "min")},

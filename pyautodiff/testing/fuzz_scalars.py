@@ -20,13 +20,15 @@ derivatives (fuzz_second.py) too.  The test suite runs bounded profiles of
 the same checks through hypothesis.
 """
 import math
+import operator
 import random
 import time
 
 import pyautodiff as ad
-from pyautodiff import _core
+from pyautodiff import _core, ops
 from pyautodiff._core import ffi, lib
 from .dual import Dual
+from .rules import RULES, into_domain
 
 # a custom op (an extern entry, its rule in Python) as the tape sees it
 _cube = ad.custom_op(lambda x: x * x * x, lambda g, out, x: (3.0 * x * x * g,))
@@ -36,8 +38,20 @@ def _custom_cube(a):
     return _cube(a) if isinstance(a, ad.Value) else a * a * a
 
 
+def _unary_step(op):
+    """The step of a unary op of the package's table (ops.py), spelled as
+    Values spell it, its operand mapped into the oracle row's domain."""
+    rule = RULES[op.name.lower()]
+    if op.method.startswith("__"):                   # -x, abs(x)
+        fn = getattr(operator, op.method.strip("_"))
+    else:
+        fn = operator.methodcaller(op.method)
+    return lambda a, b, c: fn(into_domain(rule, a))
+
+
 # op -> what it does on Values and duals alike; domains kept valid by
-# construction (log of a positive number, division by a nonzero one, ...)
+# construction (division by a nonzero number, powers of a positive one, and
+# each unary op's operand in its row's domain)
 STEPS = {
     "custom": lambda a, b, c: _custom_cube(a.tanh()),
     "add": lambda a, b, c: a + b,
@@ -54,16 +68,8 @@ STEPS = {
     "powc": lambda a, b, c: (a * a + 0.5) ** c,
     "square": lambda a, b, c: a ** 2,
     "rpowc": lambda a, b, c: c ** a.tanh(),
-    "neg": lambda a, b, c: -a,
-    "abs": lambda a, b, c: abs(a),
-    "relu": lambda a, b, c: a.relu(),
-    "tanh": lambda a, b, c: a.tanh(),
-    "exp": lambda a, b, c: (a.tanh() * 2.0).exp(),
-    "log": lambda a, b, c: (a * a + 0.5).log(),
-    "sigmoid": lambda a, b, c: a.sigmoid(),
-    "sin": lambda a, b, c: a.sin(),
-    "cos": lambda a, b, c: a.cos(),
-    "sqrt": lambda a, b, c: (a * a + 0.25).sqrt(),
+    **{op.name.lower(): _unary_step(op) for op in ops.ELEMENTWISE
+       if op.method in ops.UNARY},
 }
 
 
@@ -88,14 +94,16 @@ def run_program(steps, leaves):
 
 
 def near_kink(steps, inputs):
-    """True where relu or abs sits (almost) on its kink: there the one-sided
-    derivatives differ and any two AD methods may rightly disagree."""
+    """True where a unary op with a kink (relu, abs) sits (almost) on it:
+    there the one-sided derivatives differ and any two AD methods may
+    rightly disagree."""
     watch = []
     nodes = [Dual(x) for x in inputs]
     for op, i, j, c in steps:
         a = nodes[i % len(nodes)]
-        if op in ("relu", "abs"):
-            watch.append(abs(a.a))
+        rule = RULES.get(op)
+        if rule is not None and rule.arity == 1 and rule.kink is not None:
+            watch.append(abs(rule.kink(into_domain(rule, a)).a))
         nodes.append(STEPS[op](a, nodes[j % len(nodes)], c))
     return any(w < 1e-9 for w in watch)
 

@@ -34,10 +34,17 @@ where the derivative jumps, as a function of the operands that is 0 there;
 the conventions at a kink are the ones pyautodiff documents: relu'(0) = 0,
 abs'(0) = 0, ties of maximum and minimum split the derivative in halves.
 
+``domain`` is the open interval (lo, hi) of a unary op's operand that the
+fuzzers and tests keep it in, either end None for no bound: where the op is
+real (log: (0, None), log1p: (-1, None)) or, for exp, where a chain of it
+stays finite.  ``into_domain`` maps any real number there, so a program
+drawn at random stays in every op's domain by construction.
+
 Ops that are not elementwise (reductions, reshapes, indexing, matrix
 products, logsumexp) are the array reference's methods (arrays.py).
 """
 import math
+import numbers
 import operator
 
 import numpy as np
@@ -46,9 +53,18 @@ import numpy as np
 # -- the math the rows are written in, for plain floats and ndarrays alike --------
 
 def _elementwise(scalar, array):
+    """The function on plain floats (math), on ndarrays (NumPy) and, for a
+    domain's map (``into_domain``), on any number type with a method of
+    NumPy's name (a Value, an Array, a dual number)."""
+    name = array.__name__
+
     def fn(x):
-        return array(x) if isinstance(x, np.ndarray) else scalar(x)
-    fn.__name__ = array.__name__
+        if isinstance(x, np.ndarray):
+            return array(x)
+        if isinstance(x, numbers.Real):
+            return scalar(x)
+        return getattr(x, name)()
+    fn.__name__ = name
     return fn
 
 
@@ -58,6 +74,9 @@ tanh = _elementwise(math.tanh, np.tanh)
 sin = _elementwise(math.sin, np.sin)
 cos = _elementwise(math.cos, np.cos)
 sqrt = _elementwise(math.sqrt, np.sqrt)
+log1p = _elementwise(math.log1p, np.log1p)
+expm1 = _elementwise(math.expm1, np.expm1)
+arctan = _elementwise(math.atan, np.arctan)
 
 
 def _any_array(*xs):
@@ -119,10 +138,11 @@ class Rule:
     the side of the binary op where the constant c sits ("right": x op c,
     "left": c op x)."""
 
-    __slots__ = ("name", "arity", "value", "d", "dd", "method", "kink", "constant")
+    __slots__ = ("name", "arity", "value", "d", "dd", "method", "kink", "constant",
+                 "domain")
 
     def __init__(self, name, arity, value, d, dd, method=None, kink=None,
-                 constant=None):
+                 constant=None, domain=(None, None)):
         self.name = name
         self.arity = arity
         self.value = value
@@ -131,6 +151,7 @@ class Rule:
         self.method = method
         self.kink = kink
         self.constant = constant
+        self.domain = domain
 
     def __repr__(self):
         return f"Rule({self.name!r})"
@@ -196,10 +217,12 @@ _ROWS = [
     Rule("tanh", 1, tanh,
          (lambda x, v: 1.0 - v * v,),
          (lambda x, v: -2.0 * v * (1.0 - v * v),),                 "tanh"),
-    Rule("exp", 1, exp, (lambda x, v: v,), (lambda x, v: v,),      "exp"),
+    Rule("exp", 1, exp, (lambda x, v: v,), (lambda x, v: v,),      "exp",
+         domain=(-2.0, 2.0)),
     Rule("log", 1, log,
          (lambda x, v: 1.0 / x,),
-         (lambda x, v: -1.0 / (x * x),),                           "log"),
+         (lambda x, v: -1.0 / (x * x),),                           "log",
+         domain=(0.0, None)),
     Rule("sigmoid", 1, _sigmoid,
          (lambda x, v: v * (1.0 - v),),
          (lambda x, v: v * (1.0 - v) * (1.0 - 2.0 * v),),          "sigmoid"),
@@ -207,8 +230,19 @@ _ROWS = [
     Rule("cos", 1, cos, (lambda x, v: -sin(x),), (lambda x, v: -v,), "cos"),
     Rule("sqrt", 1, sqrt,
          (lambda x, v: 0.5 / v,),
-         (lambda x, v: -0.25 / (v * v * v),),                      "sqrt"),
+         (lambda x, v: -0.25 / (v * v * v),),                      "sqrt",
+         domain=(0.0, None)),
     Rule("square", 1, lambda x: x * x, (lambda x, v: 2.0 * x,), (_c(2.0),)),
+    Rule("log1p", 1, log1p,
+         (lambda x, v: 1.0 / (1.0 + x),),
+         (lambda x, v: -1.0 / ((1.0 + x) * (1.0 + x)),),           "log1p",
+         domain=(-1.0, None)),
+    # exp(x), not v + 1, which is 0 where x is very negative
+    Rule("expm1", 1, expm1, (lambda x, v: exp(x),), (lambda x, v: exp(x),),
+         "expm1", domain=(-2.0, 2.0)),
+    Rule("arctan", 1, arctan,
+         (lambda x, v: 1.0 / (1.0 + x * x),),
+         (lambda x, v: -2.0 * x / ((1.0 + x * x) * (1.0 + x * x)),), "arctan"),
 ]
 
 
@@ -229,6 +263,10 @@ def _with_constant(name, of, side):
 
 
 RULES = {rule.name: rule for rule in _ROWS}
+
+# the unary rows: the elementwise ops of one operand and no constant
+UNARY = {name: rule for name, rule in RULES.items()
+         if rule.arity == 1 and rule.constant is None}
 
 # the binary ops with a constant operand, each a row of its own
 for _name, _of, _side in [("addc", "add", "right"), ("mulc", "mul", "right"),
@@ -253,3 +291,29 @@ def spelled(rule):
     if rule.constant == "left":
         return lambda x, c: fn(c, x)
     return fn
+
+
+def into_domain(rule, x, add=operator.add, mul=operator.mul, tanh=tanh):
+    """x, any real number, mapped into rule.domain by arithmetic: x itself
+    without bounds, x*x + lo + 0.5 above lo, hi - 0.5 - x*x below hi, and
+    the middle plus the half width times tanh(x) between two bounds.  On
+    Values, Arrays and dual numbers the map is part of the program (it runs
+    through their operators and methods); a backend with other spellings
+    passes its own add, mul and tanh."""
+    lo, hi = rule.domain
+    if lo is None and hi is None:
+        return x
+    if hi is None:
+        return add(mul(x, x), lo + 0.5)
+    if lo is None:
+        return add(mul(mul(x, x), -1.0), hi - 0.5)
+    out = mul(tanh(x), 0.5 * (hi - lo))
+    return out if lo + hi == 0 else add(out, 0.5 * (lo + hi))
+
+
+def inside(rule, x):
+    """True where every element of x (a float or an ndarray) is in
+    rule.domain, its bounds excluded."""
+    lo, hi = rule.domain
+    x = np.asarray(x)
+    return bool((lo is None or np.all(x > lo)) and (hi is None or np.all(x < hi)))
