@@ -20,7 +20,12 @@ except ImportError:          # NumPy < 2
 from . import _core, buffers
 from ._core import TapeError, ffi, lib
 from ._generated import array_operators, link
+from .broadcasting import broadcast_shape as _broadcast_shape
 from .extern import ExternRule, record_extern
+from .guards import decide as _decide
+from .matmul import matmul_rule, product as _product
+# (the generated operators take rows of pools: _pool_of, _POOL_ROWS)
+from .pools import POOL_ROWS as _POOL_ROWS, pool_of as _pool_of
 from .ops import BINARY, ELEMENTWISE, ROWS, UNARY
 from .tape import (DETACHED, NO_GRAD, current_tape, recording_tape, state,
                    warn_detached)
@@ -40,19 +45,6 @@ def _as_float_array(data):
         return np.array(arr, dtype=np.float64, order="C", copy=True)
     return buffers.copy(arr)
 
-
-
-def _broadcast_shape(op, a, b):
-    """The shape NumPy broadcasts shapes a and b to (NumPy's own function
-    costs several microseconds, an operation on a small array's worth)."""
-    n = max(len(a), len(b))
-    out = []
-    for x, y in zip((1,) * (n - len(a)) + a, (1,) * (n - len(b)) + b):
-        if x != y and x != 1 and y != 1:
-            raise ValueError(f"{op}: operands could not be broadcast together "
-                             f"with shapes {a} and {b}")
-        out.append(y if x == 1 else x)
-    return tuple(out)
 
 
 class Array:
@@ -452,63 +444,6 @@ def _values_pointer(t, arr):
     return val
 
 
-# Small results are rows of a read-only block of _POOL_ROWS of one shape:
-# one block costs less than an array, its memory address, and making it
-# read-only for each result, and C finds a row from the block's address
-# and the row's number.  A result views its row only when its values are
-# first read (Array._d): most results of small operations are only ever
-# operands, read by C.  A row keeps its block alive, so only small
-# results (at most AD_ROW_MAX elements) are pooled.
-_POOL_ROWS = 64
-_POOL_MAX = lib.AD_ROW_MAX
-
-
-class _Pool:
-    """A tape's small results of one shape: the rows of its current block
-    are handed out in turn.  Each result keeps its pool (Array._p), so an
-    operation on it finds the pool without making its shape's tuple and
-    looking that up, and two results with the same pool have the same
-    shape.  Its blocks count towards compacting tape t as they are made
-    (a block at a time: the memory they take; a compaction counts again
-    the rows still alive)."""
-
-    __slots__ = ("shape", "size", "block", "base", "next")
-
-    def __init__(self, t, shape, size):
-        self.shape = shape
-        self.size = size          # elements of a row
-        self._new_block()
-        # (counted, not compacted: the pool is made before the operation
-        # that asks for it has read its operands' entries)
-        t.array_elems += self.block.size
-
-    def _new_block(self):
-        block = np.empty((_POOL_ROWS,) + self.shape)
-        block.setflags(write=False)       # C writes through the address only
-        self.block = block
-        self.base = _from_buffer(_DOUBLES, block)
-        self.next = 0
-
-    def refill(self, t):
-        """A fresh block, once the last row of this one has been recorded
-        (then compacting t, which renumbers entries, is safe)."""
-        self._new_block()
-        t.count_elements(self.block.size)
-
-
-def _pool_of(t, shape):
-    """t's pool of results of this shape, or False where a row would be too
-    big to pool (or would hold nothing)."""
-    pool = t.pools.get(shape)
-    if pool is None:
-        size = 1
-        for n in shape:
-            size *= n
-        pool = _Pool(t, shape, size) if shape and 0 < size <= _POOL_MAX else False
-        t.pools[shape] = pool
-    return pool
-
-
 def _append(t, obj, op, a, b, imm, arr, variable=True, same_shape=False,
             index_map=None, strided=None, owned=True):
     """Record entry (op, a, b, imm) on the open tape t with values in arr (C
@@ -739,61 +674,8 @@ for _name in array_operators.OPERATORS:
 Array.abs = Array.__abs__         # a.abs(), as NumPy's abs(a)
 
 
-# -- matrix products: NumPy (BLAS) in both directions, through an extern op --
-
-def _unbroadcast(x, shape):
-    """Sum x down to shape (undo NumPy broadcasting)."""
-    while x.ndim > len(shape):
-        x = x.sum(axis=0)
-    for d, n in enumerate(shape):
-        if n == 1 and x.shape[d] != 1:
-            x = x.sum(axis=d, keepdims=True)
-    return x
-
-
-def _matmul_vjp(g, out, a, b, needs=(True, True), into=(None, None)):
-    if a.ndim == 2 and b.ndim == 2:     # matrices: no promotion, no sums
-        return (_product(g, b.T, into[0]) if needs[0] else None,
-                _product(a.T, g, into[1]) if needs[1] else None)
-    a2 = a[np.newaxis, :] if a.ndim == 1 else a
-    b2 = b[:, np.newaxis] if b.ndim == 1 else b
-    # g in the shape of the product of the 2-D (or batched) promotions
-    g2 = np.reshape(g, np.broadcast_shapes(a2.shape[:-2], b2.shape[:-2])
-                    + (a2.shape[-2], b2.shape[-1]))
-    ga = gb = None
-    if needs[0]:
-        ga = _unbroadcast(_product(g2, np.swapaxes(b2, -1, -2), into[0]),
-                          a2.shape).reshape(a.shape)
-    if needs[1]:
-        gb = _unbroadcast(_product(np.swapaxes(a2, -1, -2), g2, into[1]),
-                          b2.shape).reshape(b.shape)
-    return ga, gb
-
-
-def _product(x, y, into=None):
-    """x @ y.  A product of float64 matrices goes into `into` where that
-    has its shape (an adjoint block: no copy after), else into memory from
-    the block cache, as big results and gradients are made every step."""
-    if x.ndim == 2 and y.ndim == 2 and x.dtype == y.dtype == np.float64 \
-            and x.shape[1] == y.shape[0]:
-        shape = (x.shape[0], y.shape[1])
-        if into is None or into.shape != shape:
-            into = buffers.empty(shape)
-        return np.matmul(x, y, out=into)
-    return np.matmul(x, y)
-
-
-_MATMUL = None
-
-
-def matmul_rule():
-    """The extern rule of matrix products (a saved tape names it)."""
-    global _MATMUL
-    if _MATMUL is None:
-        _MATMUL = ExternRule(np.matmul, _matmul_vjp, "matmul", takes_needs=True,
-                             bilinear=True, pure=True)
-    return _MATMUL
-
+# -- matrix products: NumPy (BLAS) in both directions, through an extern op
+# (its rule: matmul.py) --
 
 def matmul(a, b):
     """a @ b with NumPy's rules (1-D, 2-D and batched)."""
@@ -1188,24 +1070,6 @@ def _compare(self, other, symbol):
 for _symbol, _name in (("<", "__lt__"), ("<=", "__le__"), (">", "__gt__"),
                        (">=", "__ge__"), ("==", "__eq__"), ("!=", "__ne__")):
     setattr(Array, _name, lambda self, other, _s=_symbol: _compare(self, other, _s))
-
-
-def takes_guards(a):
-    """Is a (an Array or a Value) recorded by ad.record, which keeps guards?"""
-    t = a._t
-    return t is not NO_GRAD and t is not DETACHED and not t.closed and \
-        t.guards is not None and a._i >= 0
-
-
-def _decide(a, result, what):
-    """result, a decision taken on the values of a (an Array, or a Value):
-    inside ad.record a guard, so a replay where they differ raises
-    BranchError."""
-    if takes_guards(a):
-        kind, expected = ("an Array", a._d.copy()) if isinstance(a, Array) \
-            else ("a Value", a._d)
-        a._t.guard(a, expected, f"{what} of {kind} (recorded as {result})")
-    return result
 
 
 def _constant_result(values):

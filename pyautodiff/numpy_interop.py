@@ -9,6 +9,7 @@ import numpy as np
 
 from . import array as _array
 from .array import Array
+from .guards import decide as _decide, takes_guards
 from .ops import ELEMENTWISE, REFLECTED
 from .tape import differentiated, warn_detached
 from .value import Value
@@ -50,7 +51,7 @@ def _remainder(x, y, name="numpy.remainder"):
         q = np.round((xv - r) / yv)     # an integer, exactly: x - r is q*y
     q = np.where(np.isfinite(q), q, 0.0)
     for v in _traced([x, y]):
-        _array._decide(v, r, name)
+        _decide(v, r, name)
     # q*y only where q is not 0: 0 * inf would be NaN there
     with np.errstate(all="ignore"):
         qy = q * (y if isinstance(y, (Array, Value)) else yv)
@@ -217,13 +218,13 @@ def _nondifferentiable(fn, args, kwargs):
     BranchError."""
     result = fn(*_values(args), **{k: _values(v) for k, v in kwargs.items()})
     traced = _traced(args) + _traced(list(kwargs.values()))
-    if fn not in _QUERIES and any(map(_array.takes_guards, traced)):
+    if fn not in _QUERIES and any(map(takes_guards, traced)):
         guarded = traced
         if fn in _WITNESSES and len(traced) == 1 and args[0] is traced[0] \
                 and isinstance(traced[0], Array):
             guarded = _WITNESSES[fn](traced[0])
         for x in guarded:
-            _array._decide(x, result, _public_name(fn))
+            _decide(x, result, _public_name(fn))
     if fn in _PIECEWISE_CONSTANT and any(isinstance(x, Array) for x in traced):
         return _array._constant_result(result)
     return result
