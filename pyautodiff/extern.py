@@ -1,26 +1,15 @@
 """Extern ops: tape entries whose rules are Python functions, called from
-the C sweeps (AD_EXTERN): the rules (ExternRule), the steps each sweep
-calls back into Python for such an entry, and recording one.  Matrix products use them to run at BLAS speed
-through NumPy, and ``ad.custom_op`` lets users plug in ops of their own.
+the C sweeps (AD_EXTERN): the rules (ExternRule), the step each sweep calls
+back into Python for such an entry, and recording one.  Matrix products use
+them to run at BLAS speed through NumPy, and ``ad.custom_op`` lets users
+plug in ops of their own.
 """
 import numpy as np
 
-from . import _core
+from . import _core, array as _array
 from ._core import ffi, lib
 from .tape import ADJ, DADJ, NO_GRAD, TAN, recording_tape
 from .value import Traced, Value, _detached as _detached_value
-
-_array_module = None
-
-
-def _arrays():
-    """pyautodiff.array, which imports this module (bound on first use, as
-    an import statement in a function costs more than recording an entry)."""
-    global _array_module
-    if _array_module is None:
-        from . import array
-        _array_module = array
-    return _array_module
 
 OPS = _core.OPS
 
@@ -225,11 +214,10 @@ _STEPS = {"forward": forward_step, "reverse": reverse_step,
 def record_extern(rule, operands, value):
     """Record value = rule.forward(*operands) (already computed) as one
     entry on the recording tape; operands are one or two Values/Arrays."""
-    arrays = _arrays()
     t = recording_tape()
     route_callbacks(t)
     # every operand recorded before any index is read (see _operands)
-    nodes = [arrays._node(x, t)[0] for x in operands]
+    nodes = [_array._node(x, t)[0] for x in operands]
     idx = [node._i for node in nodes] + [-1]
     scalar = all(isinstance(x, Value) for x in operands) and np.ndim(value) == 0
     if not scalar:
@@ -249,7 +237,7 @@ def record_extern(rule, operands, value):
             out = t.record(cls, OPS["EXTERN"], idx[0], idx[1], 0.0, float(value))
             t.flush()
         else:
-            out = arrays._append(t, object.__new__(arrays.Array), OPS["EXTERN"],
+            out = _array._append(t, object.__new__(_array.Array), OPS["EXTERN"],
                                  idx[0], idx[1], 0.0, value)
     except BaseException:
         if len(t.nodes) <= i:           # the entry was not kept
@@ -273,7 +261,7 @@ def custom_op(forward, vjp, jvp=None):
     cotangent or tangent that is not real numbers, or not of its input's
     (output's) shape, raises an error naming the op and the rule (a None
     or a complex number must not become a zero or a NaN gradient)."""
-    Array = _arrays().Array
+    Array = _array.Array
 
     name = getattr(forward, "__name__", "custom_op")
 
@@ -379,7 +367,7 @@ def _cotangent(ct, k, x, need, name):
 
 def _wrap_plain(value, inputs):
     """A result computed without recording: plain when the inputs were."""
-    Array, _detached = _arrays().Array, _arrays()._detached
+    Array, _detached = _array.Array, _array._detached
     if any(isinstance(x, Array) for x in inputs) or np.ndim(value) > 0:
         if any(isinstance(x, (Value, Array)) for x in inputs):
             return _detached(value)

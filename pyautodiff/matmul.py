@@ -1,11 +1,14 @@
 """Matrix products: NumPy (BLAS) in both directions, recorded as one extern
-entry (extern.py) whose rule is here: the product, its vjp, and the
-ExternRule a saved tape names."""
+entry (extern.py): the product, its vjp, the ExternRule a saved tape names,
+ad.matmul and Array's @."""
 import numpy as np
 
 from . import buffers
+from .array import Array, _constant, _detached, _plain
 from .broadcasting import unbroadcast
-from .extern import ExternRule
+from .extern import ExternRule, record_extern
+from .tape import NO_GRAD, recording_tape
+from .value import Value
 
 
 def product(x, y, into=None):
@@ -52,3 +55,21 @@ def matmul_rule():
         _MATMUL = ExternRule(np.matmul, matmul_vjp, "matmul", takes_needs=True,
                              bilinear=True, pure=True)
     return _MATMUL
+
+
+def matmul(a, b):
+    """a @ b with NumPy's rules (1-D, 2-D and batched)."""
+    pa, pb = _plain(a), _plain(b)
+    try:
+        value = product(np.asarray(pa), np.asarray(pb))
+    except ValueError:
+        raise ValueError(f"matmul: shapes {np.shape(pa)} and {np.shape(pb)} are "
+                         "not aligned") from None
+    if recording_tape() is NO_GRAD:
+        return _detached(value)
+    ops = [x if isinstance(x, (Array, Value)) else _constant(x) for x in (a, b)]
+    return record_extern(matmul_rule(), ops, value)
+
+
+Array.__matmul__ = lambda self, other: matmul(self, other)     # noqa: E731
+Array.__rmatmul__ = lambda self, other: matmul(other, self)    # noqa: E731

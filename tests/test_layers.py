@@ -16,9 +16,6 @@ PACKAGE = pathlib.Path(pyautodiff.__file__).parent
 KNOWN_CYCLE_IMPORTS = {
     ("pyautodiff.record", "pyautodiff.minimize"),
     ("pyautodiff.record", "pyautodiff.tapefile"),
-    ("pyautodiff.array", "pyautodiff.numpy_interop"),
-    ("pyautodiff.value", "pyautodiff.numpy_interop"),
-    ("pyautodiff.extern", "pyautodiff.array"),
 }
 
 
