@@ -10,9 +10,12 @@ from ._version import __version__
 from ._core import TapeError
 from .tape import DetachWarning, Tape, current_tape, detect_anomaly, no_grad
 from .value import Value
-from .array import (Array, clip, concatenate, expand_dims, log_softmax,
-                    logsumexp, matmul, maximum, minimum, reshape, softmax,
-                    squeeze, stack, transpose, where)
+from .array import (Array, clip, concatenate, expand_dims, maximum, minimum,
+                    reshape, squeeze, stack, transpose, where)
+# (these three give Array its reductions, @ and NumPy's protocols)
+from .reductions import log_softmax, logsumexp, softmax
+from .matmul import matmul
+from . import numpy_interop
 from .extern import custom_op
 from . import functions
 # ad.abs, ad.exp ... (one per row of the op table, ops.py, that names a

@@ -64,17 +64,21 @@ _EXCEPTIONS = {
 
 
 # AD_EXTERN entries: the C sweeps call these with the tape's extern_ctx (a
-# key into _CALLBACK_OWNERS) and the entry's index.  An exception cannot
-# cross C: it is kept on the owner and re-raised after the sweep returns.
+# key into _CALLBACK_OWNERS) and the entry's index, and they call the step
+# of that sweep (extern.py's) with the owner and the index.  An exception
+# cannot cross C: it is kept on the owner and re-raised after the sweep
+# returns.
 _CALLBACK_OWNERS = weakref.WeakValueDictionary()
+_STEPS = {}
 _next_key = itertools.count(1)
 
 
-def register_callbacks(ctape, owner):
-    """Route ctape's extern callbacks to owner.extern_forward/reverse/
-    tangent/second(i)."""
+def register_callbacks(ctape, owner, steps):
+    """Route ctape's extern callbacks to steps["forward"|"reverse"|
+    "tangent"|"second"](owner, i)."""
     key = next(_next_key)
     _CALLBACK_OWNERS[key] = owner
+    _STEPS.update(steps)          # (the same steps for every tape)
     ctape.extern_ctx = ffi.cast("void *", key)
     ctape.extern_forward = lib.pyautodiff_extern_forward
     ctape.extern_reverse = lib.pyautodiff_extern_reverse
@@ -82,12 +86,12 @@ def register_callbacks(ctape, owner):
     ctape.extern_second = lib.pyautodiff_extern_second
 
 
-def _dispatch(ctx, entry, method):
+def _dispatch(ctx, entry, sweep):
     owner = _CALLBACK_OWNERS.get(int(ffi.cast("intptr_t", ctx)))
     if owner is None:
         return 1
     try:
-        getattr(owner, method)(entry)
+        _STEPS[sweep](owner, entry)
     except BaseException as exc:          # re-raised by check_callback
         owner.callback_error = exc
         return 1
@@ -96,22 +100,22 @@ def _dispatch(ctx, entry, method):
 
 @ffi.def_extern()
 def pyautodiff_extern_forward(ctx, entry):
-    return _dispatch(ctx, entry, "extern_forward")
+    return _dispatch(ctx, entry, "forward")
 
 
 @ffi.def_extern()
 def pyautodiff_extern_reverse(ctx, entry):
-    return _dispatch(ctx, entry, "extern_reverse")
+    return _dispatch(ctx, entry, "reverse")
 
 
 @ffi.def_extern()
 def pyautodiff_extern_tangent(ctx, entry):
-    return _dispatch(ctx, entry, "extern_tangent")
+    return _dispatch(ctx, entry, "tangent")
 
 
 @ffi.def_extern()
 def pyautodiff_extern_second(ctx, entry):
-    return _dispatch(ctx, entry, "extern_second")
+    return _dispatch(ctx, entry, "second")
 
 
 def check(status, ctape, owner=None):

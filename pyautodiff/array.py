@@ -20,7 +20,10 @@ except ImportError:          # NumPy < 2
 from . import _core, buffers
 from ._core import TapeError, ffi, lib
 from ._generated import array_operators, link
-from .extern import ExternRule, record_extern
+from .broadcasting import broadcast_shape as _broadcast_shape
+from .guards import decide as _decide
+# (the generated operators take rows of pools: _pool_of, _POOL_ROWS)
+from .pools import POOL_ROWS as _POOL_ROWS, pool_of as _pool_of
 from .ops import BINARY, ELEMENTWISE, ROWS, UNARY
 from .tape import (DETACHED, NO_GRAD, current_tape, recording_tape, state,
                    warn_detached)
@@ -42,21 +45,14 @@ def _as_float_array(data):
 
 
 
-def _broadcast_shape(op, a, b):
-    """The shape NumPy broadcasts shapes a and b to (NumPy's own function
-    costs several microseconds, an operation on a small array's worth)."""
-    n = max(len(a), len(b))
-    out = []
-    for x, y in zip((1,) * (n - len(a)) + a, (1,) * (n - len(b)) + b):
-        if x != y and x != 1 and y != 1:
-            raise ValueError(f"{op}: operands could not be broadcast together "
-                             f"with shapes {a} and {b}")
-        out.append(y if x == 1 else x)
-    return tuple(out)
-
-
 class Array:
-    """A float64 array recorded on the current tape (NumPy-compatible)."""
+    """A float64 array recorded on the current tape (NumPy-compatible).
+
+    Its operators are generated (codegen.py) and linked below; the modules
+    of what they do give it the rest: reductions.py its reductions (sum,
+    mean, max, min, prod, cumsum, var, std), matmul.py its @, and
+    numpy_interop.py NumPy's protocols and the methods whose result is
+    NumPy's (astype to an integer type, tolist)."""
 
     # _i: the entry on tape _t; _p: the pool (on _t) a small result's
     # values came from, else None; _b, _j: that pool's block and
@@ -67,19 +63,6 @@ class Array:
     # == is elementwise (a mask), so an Array is unhashable, as an ndarray
     # is: the package keys Arrays by id() where it needs identity
     __hash__ = None
-
-    # NumPy interop: np.exp(a), ndarray * a, np.sum(a, axis=0) ... land here
-    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
-        from .numpy_interop import apply_ufunc
-        return apply_ufunc(ufunc, method, inputs, kwargs)
-
-    def __array_function__(self, func, types, args, kwargs):
-        from .numpy_interop import apply_function
-        return apply_function(func, args, kwargs)
-
-    def __array__(self, dtype=None, copy=None):
-        from .numpy_interop import as_ndarray
-        return as_ndarray(self, dtype, copy)
 
     @property
     def _d(self):
@@ -255,36 +238,6 @@ class Array:
         has_grad = t is not NO_GRAD and self._i >= 0 and t.has_grad(self)
         return _rebuilt, (type(self), self._d, self.grad if has_grad else None)
 
-    # -- reductions ----------------------------------------------------------
-
-    def sum(self, axis=None, keepdims=False):
-        return _reduce(self, axis, keepdims, mean=False)
-
-    def mean(self, axis=None, keepdims=False):
-        return _reduce(self, axis, keepdims, mean=True)
-
-    def max(self, axis=None, keepdims=False):
-        return _reduce(self, axis, keepdims, op="MAX")
-
-    def min(self, axis=None, keepdims=False):
-        return _reduce(self, axis, keepdims, op="MIN")
-
-    def prod(self, axis=None, dtype=None, out=None, keepdims=False):
-        _float_result("prod", dtype, out)
-        return prod(self, axis, keepdims)
-
-    def cumsum(self, axis=None, dtype=None, out=None):
-        _float_result("cumsum", dtype, out)
-        return cumsum(self, axis)
-
-    def var(self, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
-        _float_result("var", dtype, out)
-        return var(self, axis, ddof, keepdims)
-
-    def std(self, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
-        _float_result("std", dtype, out)
-        return var(self, axis, ddof, keepdims).sqrt()
-
     # -- more of the ndarray's methods, recorded where NumPy's result is
     # differentiable; the rest are NumPy's result on the values ------------
 
@@ -303,26 +256,6 @@ class Array:
         if recording_tape() is NO_GRAD:
             return _detached(self._d.copy())
         return self.reshape(self._d.shape)
-
-    def astype(self, dtype, order="K", casting="unsafe", subok=True, copy=True):
-        """A float dtype keeps the Array (differentiable: an Array holds
-        float64 whatever float type is asked for); an integer or bool dtype
-        gives NumPy's plain ndarray of the values, which has no derivative."""
-        kind = np.dtype(dtype).kind
-        if kind == "f":
-            return self.copy() if copy else self
-        if kind not in "biu":
-            raise TypeError(f"astype: an Array holds real numbers; it cannot "
-                            f"become {np.dtype(dtype)}")
-        from .numpy_interop import _nondifferentiable
-        return _nondifferentiable(np.ndarray.astype, (self, dtype),
-                          dict(order=order, casting=casting, copy=copy))
-
-    def tolist(self):
-        """The values as (nested lists of) Python floats: plain numbers,
-        no longer recorded (inside ad.record, a guard on the values)."""
-        from .numpy_interop import _nondifferentiable
-        return _nondifferentiable(np.ndarray.tolist, (self,), {})
 
     def argmax(self, axis=None, out=None, *, keepdims=False):
         return np.argmax(self, axis, out, keepdims=keepdims)
@@ -378,12 +311,6 @@ class Array:
         if t is NO_GRAD:
             return _detached(self._d.reshape(target))
         return _new(t, OPS["RESHAPE"], _operand(self, t)[0], -1, 0.0, target)
-
-    def __matmul__(self, other):
-        return matmul(self, other)
-
-    def __rmatmul__(self, other):
-        return matmul(other, self)
 
     # -- backward ------------------------------------------------------------
 
@@ -450,63 +377,6 @@ def _values_pointer(t, arr):
     val = ffi.new("double[1]")        # never read
     t.keep_alive(val)
     return val
-
-
-# Small results are rows of a read-only block of _POOL_ROWS of one shape:
-# one block costs less than an array, its memory address, and making it
-# read-only for each result, and C finds a row from the block's address
-# and the row's number.  A result views its row only when its values are
-# first read (Array._d): most results of small operations are only ever
-# operands, read by C.  A row keeps its block alive, so only small
-# results (at most AD_ROW_MAX elements) are pooled.
-_POOL_ROWS = 64
-_POOL_MAX = lib.AD_ROW_MAX
-
-
-class _Pool:
-    """A tape's small results of one shape: the rows of its current block
-    are handed out in turn.  Each result keeps its pool (Array._p), so an
-    operation on it finds the pool without making its shape's tuple and
-    looking that up, and two results with the same pool have the same
-    shape.  Its blocks count towards compacting tape t as they are made
-    (a block at a time: the memory they take; a compaction counts again
-    the rows still alive)."""
-
-    __slots__ = ("shape", "size", "block", "base", "next")
-
-    def __init__(self, t, shape, size):
-        self.shape = shape
-        self.size = size          # elements of a row
-        self._new_block()
-        # (counted, not compacted: the pool is made before the operation
-        # that asks for it has read its operands' entries)
-        t.array_elems += self.block.size
-
-    def _new_block(self):
-        block = np.empty((_POOL_ROWS,) + self.shape)
-        block.setflags(write=False)       # C writes through the address only
-        self.block = block
-        self.base = _from_buffer(_DOUBLES, block)
-        self.next = 0
-
-    def refill(self, t):
-        """A fresh block, once the last row of this one has been recorded
-        (then compacting t, which renumbers entries, is safe)."""
-        self._new_block()
-        t.count_elements(self.block.size)
-
-
-def _pool_of(t, shape):
-    """t's pool of results of this shape, or False where a row would be too
-    big to pool (or would hold nothing)."""
-    pool = t.pools.get(shape)
-    if pool is None:
-        size = 1
-        for n in shape:
-            size *= n
-        pool = _Pool(t, shape, size) if shape and 0 < size <= _POOL_MAX else False
-        t.pools[shape] = pool
-    return pool
 
 
 def _append(t, obj, op, a, b, imm, arr, variable=True, same_shape=False,
@@ -657,47 +527,6 @@ def _unary(self, name):
                 self._d.shape, lambda: NUMPY_UNARY[name](self._d), same_shape=True)
 
 
-def _numpy_logsumexp(x, axis=None, keepdims=False):
-    """scipy.special.logsumexp's rule (the C core's LSE, for no_grad):
-    shifted by the max, or by 0 where the max is not finite."""
-    m = np.max(x, axis=axis, keepdims=True, initial=-np.inf)
-    m = np.where(np.isfinite(m), m, 0.0)
-    with np.errstate(divide="ignore"):      # log(0): an all -inf reduction
-        out = np.log(np.sum(np.exp(x - m), axis=axis, keepdims=True)) + m
-    return out if keepdims else np.squeeze(out, axis=axis)
-
-
-_REDUCERS = {"SUM": np.sum, "MEAN": np.mean, "MAX": np.max, "MIN": np.min,
-             "LSE": _numpy_logsumexp}
-
-
-def _reduce(self, axis, keepdims, mean=False, op="SUM"):
-    name = "MEAN" if mean else op
-    shape = self._d.shape
-    if not shape:
-        # NumPy lets sum/max/min take axis 0 or -1 on a 0-d array; mean not
-        axes = () if axis is None or (not mean and axis in (0, -1, (0,), (-1,))) \
-            else normalize_axis_tuple(axis, 0)
-    else:
-        axes = tuple(range(len(shape))) if axis is None else \
-            normalize_axis_tuple(axis, len(shape))
-    kept = tuple(1 if d in axes else n for d, n in enumerate(shape))
-    if name in ("MAX", "MIN") and any(shape[d] == 0 for d in axes):
-        raise ValueError(f"{name.lower()} of an empty axis has no identity")
-    count = float(math.prod([shape[d] for d in axes])) if mean else 1.0
-    t = recording_tape()
-    if t is NO_GRAD:
-        return _detached(_REDUCERS[name](self._d, axis=axes, keepdims=keepdims))
-    if not keepdims and len(axes) == len(shape):
-        # a whole reduction straight into a 0-d result (no reshape entry)
-        return _new(t, OPS[op], _operand(self, t)[0], -1, count, ())
-    out = _new(t, OPS[op], _operand(self, t)[0], -1, count, kept)
-    if not keepdims:              # the reduced dimensions dropped
-        out = _new(t, OPS["RESHAPE"], out._i, -1, 0.0,
-                   tuple(n for d, n in enumerate(shape) if d not in axes))
-    return out
-
-
 def _detached(values):
     out = object.__new__(Array)
     out._v = np.asarray(values, dtype=np.float64)
@@ -737,76 +566,6 @@ def unary_function(fname, methods, otherwise):
 for _name in array_operators.OPERATORS:
     setattr(Array, _name, link(getattr(array_operators, _name), globals()))
 Array.abs = Array.__abs__         # a.abs(), as NumPy's abs(a)
-
-
-# -- matrix products: NumPy (BLAS) in both directions, through an extern op --
-
-def _unbroadcast(x, shape):
-    """Sum x down to shape (undo NumPy broadcasting)."""
-    while x.ndim > len(shape):
-        x = x.sum(axis=0)
-    for d, n in enumerate(shape):
-        if n == 1 and x.shape[d] != 1:
-            x = x.sum(axis=d, keepdims=True)
-    return x
-
-
-def _matmul_vjp(g, out, a, b, needs=(True, True), into=(None, None)):
-    if a.ndim == 2 and b.ndim == 2:     # matrices: no promotion, no sums
-        return (_product(g, b.T, into[0]) if needs[0] else None,
-                _product(a.T, g, into[1]) if needs[1] else None)
-    a2 = a[np.newaxis, :] if a.ndim == 1 else a
-    b2 = b[:, np.newaxis] if b.ndim == 1 else b
-    # g in the shape of the product of the 2-D (or batched) promotions
-    g2 = np.reshape(g, np.broadcast_shapes(a2.shape[:-2], b2.shape[:-2])
-                    + (a2.shape[-2], b2.shape[-1]))
-    ga = gb = None
-    if needs[0]:
-        ga = _unbroadcast(_product(g2, np.swapaxes(b2, -1, -2), into[0]),
-                          a2.shape).reshape(a.shape)
-    if needs[1]:
-        gb = _unbroadcast(_product(np.swapaxes(a2, -1, -2), g2, into[1]),
-                          b2.shape).reshape(b.shape)
-    return ga, gb
-
-
-def _product(x, y, into=None):
-    """x @ y.  A product of float64 matrices goes into `into` where that
-    has its shape (an adjoint block: no copy after), else into memory from
-    the block cache, as big results and gradients are made every step."""
-    if x.ndim == 2 and y.ndim == 2 and x.dtype == y.dtype == np.float64 \
-            and x.shape[1] == y.shape[0]:
-        shape = (x.shape[0], y.shape[1])
-        if into is None or into.shape != shape:
-            into = buffers.empty(shape)
-        return np.matmul(x, y, out=into)
-    return np.matmul(x, y)
-
-
-_MATMUL = None
-
-
-def matmul_rule():
-    """The extern rule of matrix products (a saved tape names it)."""
-    global _MATMUL
-    if _MATMUL is None:
-        _MATMUL = ExternRule(np.matmul, _matmul_vjp, "matmul", takes_needs=True,
-                             bilinear=True, pure=True)
-    return _MATMUL
-
-
-def matmul(a, b):
-    """a @ b with NumPy's rules (1-D, 2-D and batched)."""
-    pa, pb = _plain(a), _plain(b)
-    try:
-        value = _product(np.asarray(pa), np.asarray(pb))
-    except ValueError:
-        raise ValueError(f"matmul: shapes {np.shape(pa)} and {np.shape(pb)} are "
-                         "not aligned") from None
-    if recording_tape() is NO_GRAD:
-        return _detached(value)
-    ops = [x if isinstance(x, (Array, Value)) else _constant(x) for x in (a, b)]
-    return record_extern(matmul_rule(), ops, value)
 
 
 # -- gathers: transpose, indexing and the rest --------------------------------
@@ -947,101 +706,6 @@ def squeeze(a, axis=None):
     return a.reshape(_shape_after(a.shape, lambda d: np.squeeze(d, axis)))
 
 
-# -- variance, products and cumulative sums ------------------------------------
-
-def _float_result(name, dtype, out):
-    """An Array's reduction gives a new float64 Array: no out=, no other
-    dtype (it would be a number NumPy does not compute)."""
-    if out is not None:
-        raise TypeError(f"Array.{name}: out= is not supported (the result is "
-                        "a new Array; use the one returned)")
-    if dtype is not None and np.dtype(dtype).kind != "f":
-        raise TypeError(f"Array.{name}: dtype={np.dtype(dtype)} is not "
-                        "supported (an Array holds float64)")
-
-
-def var(a, axis=None, ddof=0, keepdims=False):
-    """NumPy's var: the mean square deviation from the mean, divided by
-    n - ddof for n elements reduced (inf or nan where that is <= 0, as
-    NumPy gives)."""
-    a = _asarray(a)
-    m = a.mean(axis=axis, keepdims=True)
-    d = a - m
-    n = a.size // m.size if m.size else 0
-    return (d * d).sum(axis=axis, keepdims=keepdims) / float(max(n - ddof, 0))
-
-
-def _extern(name, forward, vjp, jvp, a, linear=False):
-    """forward(a) recorded as one entry with the rules vjp and jvp (on a's
-    values, as NumPy computes them)."""
-    value = forward(a._d)
-    if recording_tape() is NO_GRAD:
-        return _detached(value)
-    return record_extern(ExternRule(forward, vjp, name, jvp=jvp, linear=linear),
-                         [a], value)
-
-
-def _tangent_of(tangents, x):
-    """The input's tangent (zeros for an input that does not move)."""
-    return np.zeros(np.shape(x)) if tangents[0] is None else tangents[0]
-
-
-def _others_product(x, axes):
-    """For each element of x, the product of the other elements along axes:
-    the product of those before it times that of those after it, which is
-    exact where x holds zeros (dividing the whole product by x is not)."""
-    k = len(axes)
-    ends = list(range(x.ndim - k, x.ndim))
-    moved = np.moveaxis(x, axes, ends)
-    rows = moved.reshape(moved.shape[:x.ndim - k] + (-1,))
-    if rows.shape[-1] == 0:
-        return np.zeros(x.shape)
-    ones = np.ones(rows.shape[:-1] + (1,))
-    before = np.cumprod(np.concatenate([ones, rows[..., :-1]], axis=-1), axis=-1)
-    after = np.cumprod(np.concatenate([ones, rows[..., :0:-1]], axis=-1), axis=-1)
-    others = (before * after[..., ::-1]).reshape(moved.shape)
-    return np.moveaxis(others, ends, axes)
-
-
-def prod(a, axis=None, keepdims=False):
-    """NumPy's prod, with a gradient that is right where elements are zero."""
-    a = _asarray(a)
-    axes = tuple(range(a.ndim)) if axis is None else normalize_axis_tuple(axis, a.ndim)
-    kept = tuple(1 if d in axes else n for d, n in enumerate(a.shape))
-
-    def forward(x):
-        return np.prod(x, axis=axes, keepdims=keepdims)
-
-    def vjp(g, out, x):
-        return (np.reshape(g, kept) * _others_product(x, axes),)
-
-    def jvp(tangents, out, x):
-        return np.sum(_tangent_of(tangents, x) * _others_product(x, axes),
-                      axis=axes, keepdims=keepdims)
-
-    return _extern("prod", forward, vjp, jvp, a)
-
-
-def cumsum(a, axis=None):
-    """NumPy's cumsum (of the flattened array for axis=None): a linear op,
-    whose vjp sums the gradient from the other end."""
-    a = _asarray(a)
-    if axis is None:
-        a, axis = a.reshape(-1), 0
-    axis = normalize_axis_tuple(axis, a.ndim)[0]
-
-    def forward(x):
-        return np.cumsum(x, axis=axis)
-
-    def vjp(g, out, x):
-        return (np.flip(np.cumsum(np.flip(g, axis), axis=axis), axis),)
-
-    def jvp(tangents, out, x):
-        return forward(_tangent_of(tangents, x))
-
-    return _extern("cumsum", forward, vjp, jvp, a, linear=True)
-
-
 def transpose(a, axes=None):
     return _asarray(a).transpose(axes)
 
@@ -1123,10 +787,6 @@ class Mask(Array):
 
     dtype = property(lambda self: np.dtype(bool))
 
-    def __array__(self, dtype=None, copy=None):
-        from .numpy_interop import as_ndarray
-        return as_ndarray(self, bool if dtype is None else dtype, copy)
-
     def __repr__(self):
         body = np.array2string(self._d.astype(bool), separator=", ", prefix="Array(")
         return f"Array({body})"
@@ -1190,24 +850,6 @@ for _symbol, _name in (("<", "__lt__"), ("<=", "__le__"), (">", "__gt__"),
     setattr(Array, _name, lambda self, other, _s=_symbol: _compare(self, other, _s))
 
 
-def takes_guards(a):
-    """Is a (an Array or a Value) recorded by ad.record, which keeps guards?"""
-    t = a._t
-    return t is not NO_GRAD and t is not DETACHED and not t.closed and \
-        t.guards is not None and a._i >= 0
-
-
-def _decide(a, result, what):
-    """result, a decision taken on the values of a (an Array, or a Value):
-    inside ad.record a guard, so a replay where they differ raises
-    BranchError."""
-    if takes_guards(a):
-        kind, expected = ("an Array", a._d.copy()) if isinstance(a, Array) \
-            else ("a Value", a._d)
-        a._t.guard(a, expected, f"{what} of {kind} (recorded as {result})")
-    return result
-
-
 def _constant_result(values):
     """values (computed from Arrays, with a zero derivative) as an Array
     that takes no gradient."""
@@ -1231,22 +873,3 @@ def _index(index):
         return mask
     return index._d.astype(np.intp) if index._d.dtype.kind == "f" and \
         np.all(index._d == np.round(index._d)) else index._d
-
-
-# -- log-sum-exp (one reduction entry) and softmax, composed from it --------
-
-def logsumexp(a, axis=None, keepdims=False):
-    """log(sum(exp(a))) over axis, as scipy.special.logsumexp: shifted by
-    the max, so it never overflows (also in a replay at other inputs);
-    -inf for an empty or all -inf reduction."""
-    return _reduce(_asarray(a), axis, keepdims, op="LSE")
-
-
-def softmax(a, axis=-1):
-    a = _asarray(a)
-    return (a - logsumexp(a, axis=axis, keepdims=True)).exp()
-
-
-def log_softmax(a, axis=-1):
-    a = _asarray(a)
-    return a - logsumexp(a, axis=axis, keepdims=True)

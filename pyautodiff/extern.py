@@ -1,24 +1,15 @@
 """Extern ops: tape entries whose rules are Python functions, called from
-the C sweeps (AD_EXTERN).  Matrix products use them to run at BLAS speed
-through NumPy, and ``ad.custom_op`` lets users plug in ops of their own.
+the C sweeps (AD_EXTERN): the rules (ExternRule), the step each sweep calls
+back into Python for such an entry, and recording one.  Matrix products use
+them to run at BLAS speed through NumPy, and ``ad.custom_op`` lets users
+plug in ops of their own.
 """
 import numpy as np
 
-from . import _core
-from .tape import NO_GRAD, recording_tape
+from . import _core, array as _array
+from ._core import ffi, lib
+from .tape import ADJ, DADJ, NO_GRAD, TAN, recording_tape
 from .value import Traced, Value, _detached as _detached_value
-
-_array_module = None
-
-
-def _arrays():
-    """pyautodiff.array, which imports this module (bound on first use, as
-    an import statement in a function costs more than recording an entry)."""
-    global _array_module
-    if _array_module is None:
-        from . import array
-        _array_module = array
-    return _array_module
 
 OPS = _core.OPS
 
@@ -98,14 +89,135 @@ class ExternRule:
         return [None if f is None else f + c for f, c in zip(first, cross)]
 
 
+# -- the C sweeps' callbacks: an extern entry's rules applied to tape t -------
+
+def route_callbacks(t):
+    """Before tape t's first extern entry: its C sweeps' callbacks call
+    the steps below with t."""
+    if not t.callbacks_routed:
+        _core.register_callbacks(t._c, t, _STEPS)
+        t.callbacks_routed = True
+
+
+def _adjoint_view(t, j):
+    """Entry j's adjoint in the sweep under way, as a writable array of
+    the entry's shape (0-d for a scalar)."""
+    return _entry_array(t, j, lib.ad_entry_adjoint(t._c, j, t.sweep_mode))
+
+
+def _entry_array(t, j, p):
+    """The doubles at p as an array of entry j's shape."""
+    if p == ffi.NULL:
+        raise MemoryError("out of memory for adjoints")
+    d = t.nodes[j]._d
+    if d.__class__ is not np.ndarray:           # a scalar's one double
+        return np.frombuffer(ffi.buffer(p, 8)).reshape(())
+    return np.frombuffer(ffi.buffer(p, 8 * d.size)).reshape(d.shape)
+
+
+def _operands(t, i):
+    c = t._c
+    operands = [j for j in (c.a[i], c.b[i]) if j >= 0]
+    needs = [bool(c.flags[j] & _core.FLAG_VARIABLE) for j in operands]
+    return operands, needs, [t.entry_value(j) for j in operands]
+
+
+def reverse_step(t, i):
+    """The C reverse sweep of t reached extern entry i: add its vjp into its
+    operands' adjoints."""
+    g = _adjoint_view(t, i)
+    if not g.any():
+        return
+    operands, needs, inputs = _operands(t, i)
+    rule = t.externs[i]
+    # the operands' adjoints: a block that holds nothing yet this sweep
+    # is assigned its cotangent (by a pure rule, written in place)
+    unset = ffi.new("int *")
+    targets = []
+    for j, need in zip(operands, needs):
+        view = _entry_array(t, j, lib.ad_entry_adjoint_claim(
+            t._c, j, t.sweep_mode, unset)) if need else None
+        targets.append((view, need and unset[0]))
+    if rule.pure:
+        cotangents = rule.cotangents(g, t.entry_value(i), inputs, needs,
+                                     [v if fresh else None for v, fresh in targets])
+    else:
+        cotangents = rule.cotangents(g.copy(), t.entry_value(i), inputs, needs)
+    for (view, fresh), ct, need in zip(targets, cotangents, needs):
+        if not need:
+            continue
+        if ct is None:
+            if fresh:
+                view[...] = 0.0
+        elif ct is not view:
+            ct = np.asarray(ct, dtype=np.float64).reshape(view.shape)
+            if fresh:
+                np.copyto(view, ct)
+            else:
+                view += ct
+
+
+def tangent_step(t, i):
+    """The C tangent sweep of t reached extern entry i: its tangent from
+    its operands' (None for a constant operand)."""
+    operands, needs, inputs = _operands(t, i)
+    tangents = [t.scratch(j, TAN).copy() if need else None
+                for j, need in zip(operands, needs)]
+    value = t.externs[i].tangent(tangents, t.entry_value(i), inputs)
+    out = t.scratch(i, TAN)
+    out[...] = np.asarray(value, dtype=np.float64).reshape(out.shape)
+
+
+def second_step(t, i):
+    """The C second-order sweep of t reached extern entry i: its adjoint and
+    adjoint tangent into its operands'."""
+    g, dg = t.scratch(i, ADJ).copy(), t.scratch(i, DADJ).copy()
+    if not (g.any() or dg.any()):
+        return
+    operands, needs, inputs = _operands(t, i)
+    rule, out = t.externs[i], t.entry_value(i)
+    tangents = [t.scratch(j, TAN).copy() if need else None
+                for j, need in zip(operands, needs)]
+    first = rule.cotangents(g, out, inputs, needs)
+    seconds = rule.cotangent_tangents(g, dg, out, inputs, tangents, needs)
+    for j, ct, dct, need in zip(operands, first, seconds, needs):
+        if need:
+            for which, part in ((ADJ, ct), (DADJ, dct)):
+                if part is not None:
+                    view = t.scratch(j, which)
+                    view += np.asarray(part, dtype=np.float64).reshape(view.shape)
+
+
+def forward_step(t, i):
+    """The C forward sweep of t reached extern entry i: recompute it."""
+    c = t._c
+    inputs = [t.entry_value(j) for j in (c.a[i], c.b[i]) if j >= 0]
+    rule, node = t.externs[i], t.nodes[i]
+    if c.aux[i] < 0:
+        c.val[i] = float(rule.forward(*inputs))
+        return
+    node._d.flags.writeable = True
+    try:
+        if rule.pure:           # straight into the entry's values
+            rule.forward(*inputs, out=node._d)
+        else:
+            node._d[...] = rule.forward(*inputs)
+    finally:
+        node._d.flags.writeable = False
+
+
+# what _core calls for each sweep
+_STEPS = {"forward": forward_step, "reverse": reverse_step,
+          "tangent": tangent_step, "second": second_step}
+
+
 def record_extern(rule, operands, value):
     """Record value = rule.forward(*operands) (already computed) as one
     entry on the recording tape; operands are one or two Values/Arrays."""
-    arrays = _arrays()
     t = recording_tape()
-    t.route_callbacks()
+    route_callbacks(t)
     # every operand recorded before any index is read (see _operands)
-    nodes = [arrays._node(x, t)[0] for x in operands]
+    nodes = [_array._node(x, t)[0] for x in operands]
     idx = [node._i for node in nodes] + [-1]
     scalar = all(isinstance(x, Value) for x in operands) and np.ndim(value) == 0
     if not scalar:
@@ -125,7 +237,7 @@ def record_extern(rule, operands, value):
             out = t.record(cls, OPS["EXTERN"], idx[0], idx[1], 0.0, float(value))
             t.flush()
         else:
-            out = arrays._append(t, object.__new__(arrays.Array), OPS["EXTERN"],
+            out = _array._append(t, object.__new__(_array.Array), OPS["EXTERN"],
                                  idx[0], idx[1], 0.0, value)
     except BaseException:
         if len(t.nodes) <= i:           # the entry was not kept
@@ -149,7 +261,7 @@ def custom_op(forward, vjp, jvp=None):
     cotangent or tangent that is not real numbers, or not of its input's
     (output's) shape, raises an error naming the op and the rule (a None
     or a complex number must not become a zero or a NaN gradient)."""
-    Array = _arrays().Array
+    Array = _array.Array
 
     name = getattr(forward, "__name__", "custom_op")
 
@@ -255,7 +367,7 @@ def _cotangent(ct, k, x, need, name):
 
 def _wrap_plain(value, inputs):
     """A result computed without recording: plain when the inputs were."""
-    Array, _detached = _arrays().Array, _arrays()._detached
+    Array, _detached = _array.Array, _array._detached
     if any(isinstance(x, Array) for x in inputs) or np.ndim(value) > 0:
         if any(isinstance(x, (Value, Array)) for x in inputs):
             return _detached(value)

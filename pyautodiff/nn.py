@@ -13,7 +13,9 @@ from collections import OrderedDict, namedtuple
 import numpy as np
 
 from . import functions
-from .array import Array, log_softmax, matmul, maximum
+from .array import Array, maximum
+from .matmul import matmul
+from .reductions import log_softmax
 from .value import Value
 
 __all__ = ["Module", "Linear", "Sequential", "MLP", "Dropout", "Embedding",

@@ -9,6 +9,8 @@ import numpy as np
 
 from . import array as _array
 from .array import Array
+from .guards import decide as _decide, takes_guards
+from .matmul import matmul
 from .ops import ELEMENTWISE, REFLECTED
 from .tape import differentiated, warn_detached
 from .value import Value
@@ -20,7 +22,7 @@ _BINARY_UFUNCS = {op.numpy: op.method for op in ELEMENTWISE if op.reflected}
 _UNARY_UFUNCS = {op.numpy: op.method for op in ELEMENTWISE
                  if op.method and not op.reflected and isinstance(op.numpy, np.ufunc)}
 _OTHER_UFUNCS = {np.maximum: _array.maximum, np.minimum: _array.minimum,
-                 np.matmul: _array.matmul,
+                 np.matmul: matmul,
                  # comparisons: masks of 1.0/0.0, recorded, no gradient
                  np.less: lambda x, y: _array.comparison("LT", x, y),
                  np.less_equal: lambda x, y: _array.comparison("LE", x, y),
@@ -50,7 +52,7 @@ def _remainder(x, y, name="numpy.remainder"):
         q = np.round((xv - r) / yv)     # an integer, exactly: x - r is q*y
     q = np.where(np.isfinite(q), q, 0.0)
     for v in _traced([x, y]):
-        _array._decide(v, r, name)
+        _decide(v, r, name)
     # q*y only where q is not 0: 0 * inf would be NaN there
     with np.errstate(all="ignore"):
         qy = q * (y if isinstance(y, (Array, Value)) else yv)
@@ -217,13 +219,13 @@ def _nondifferentiable(fn, args, kwargs):
     BranchError."""
     result = fn(*_values(args), **{k: _values(v) for k, v in kwargs.items()})
     traced = _traced(args) + _traced(list(kwargs.values()))
-    if fn not in _QUERIES and any(map(_array.takes_guards, traced)):
+    if fn not in _QUERIES and any(map(takes_guards, traced)):
         guarded = traced
         if fn in _WITNESSES and len(traced) == 1 and args[0] is traced[0] \
                 and isinstance(traced[0], Array):
             guarded = _WITNESSES[fn](traced[0])
         for x in guarded:
-            _array._decide(x, result, _public_name(fn))
+            _decide(x, result, _public_name(fn))
     if fn in _PIECEWISE_CONSTANT and any(isinstance(x, Array) for x in traced):
         return _array._constant_result(result)
     return result
@@ -260,7 +262,7 @@ def _dot(a, b):
         return _binary("__mul__", *_operands([a, b]))    # NumPy multiplies
     if np.ndim(_array._plain(a)) > 2 or np.ndim(_array._plain(b)) > 2:
         raise _no_rule("numpy.dot of arrays with more than 2 dimensions (use matmul)")
-    return _array.matmul(a, b)
+    return matmul(a, b)
 
 
 def _method(name):
@@ -272,7 +274,7 @@ _FUNCTIONS = {
     np.sum: _reduction("sum"), np.mean: _reduction("mean"),
     np.max: _reduction("max"), np.min: _reduction("min"),
     np.amax: _reduction("max"), np.amin: _reduction("min"),
-    np.dot: _dot, np.matmul: _array.matmul,
+    np.dot: _dot, np.matmul: matmul,
     np.reshape: lambda a, shape, **kw: _array.reshape(a, shape),
     np.transpose: lambda a, axes=None: _array.transpose(a, axes),
     np.expand_dims: _array.expand_dims, np.squeeze: _array.squeeze,
@@ -303,3 +305,51 @@ def apply_function(func, args, kwargs):
     if func in _QUERIES or func in _DISCRETE or func in _PIECEWISE_CONSTANT:
         return _nondifferentiable(func, args, kwargs)
     raise _no_rule(_public_name(func))
+
+
+# -- what NumPy calls on Values and Arrays, given to their classes here -------
+
+class ArrayMethods:
+    """NumPy's protocols (np.exp(a), ndarray * a, np.sum(a, axis=0) ...
+    land here), and the methods whose result is NumPy's."""
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        return apply_ufunc(ufunc, method, inputs, kwargs)
+
+    def __array_function__(self, func, types, args, kwargs):
+        return apply_function(func, args, kwargs)
+
+    def __array__(self, dtype=None, copy=None):
+        return as_ndarray(self, dtype, copy)
+
+    def astype(self, dtype, order="K", casting="unsafe", subok=True, copy=True):
+        """A float dtype keeps the Array (differentiable: an Array holds
+        float64 whatever float type is asked for); an integer or bool dtype
+        gives NumPy's plain ndarray of the values, which has no derivative."""
+        kind = np.dtype(dtype).kind
+        if kind == "f":
+            return self.copy() if copy else self
+        if kind not in "biu":
+            raise TypeError(f"astype: an Array holds real numbers; it cannot "
+                            f"become {np.dtype(dtype)}")
+        return _nondifferentiable(np.ndarray.astype, (self, dtype),
+                          dict(order=order, casting=casting, copy=copy))
+
+    def tolist(self):
+        """The values as (nested lists of) Python floats: plain numbers,
+        no longer recorded (inside ad.record, a guard on the values)."""
+        return _nondifferentiable(np.ndarray.tolist, (self,), {})
+
+
+def _mask_array(self, dtype=None, copy=None):
+    """A mask is NumPy's bool array of its values."""
+    return as_ndarray(self, bool if dtype is None else dtype, copy)
+
+
+for _name in ("__array_ufunc__", "__array_function__", "__array__", "astype", "tolist"):
+    setattr(Array, _name, vars(ArrayMethods)[_name])
+_array.Mask.__array__ = _mask_array
+# np.exp(v), np.float64 * v, ndarray * v (an Array); np.sum(v), np.where(c,
+# v, w) ... as on a 0-d Array
+Value.__array_ufunc__ = ArrayMethods.__array_ufunc__
+Value.__array_function__ = ArrayMethods.__array_function__

@@ -9,6 +9,9 @@ import numbers
 
 import numpy as np
 
+from .array import Array
+from .value import Value
+
 
 class Structure:
     """How to rebuild a nested value from its leaves: the containers, and
@@ -38,8 +41,6 @@ def _leaf_kind(x, what):
         return "float", (), x
     if x.__class__ is np.ndarray and x.dtype == np.float64:
         return "array", x.shape, x
-    from .array import Array
-    from .value import Value
     if isinstance(x, Value):
         return "float", (), x
     if isinstance(x, Array):

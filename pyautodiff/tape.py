@@ -191,7 +191,7 @@ class Tape:
                  "custom", "_entered", "_kept", "array_elems", "compact_elems",
                  "live_elems",
                  "_frozen_arrays", "externs", "sweep_mode", "callback_error",
-                 "guards", "generation", "pools", "_callbacks", "grads", "thread",
+                 "guards", "generation", "pools", "callbacks_routed", "grads", "thread",
                  "lock",
                  "__weakref__")
 
@@ -217,11 +217,11 @@ class Tape:
         # entry -> an Array's .grad, the ndarray its C gradient block is
         # (ad_array_borrow_grad): held here as long as the entry exists
         self.grads = {}
-        self.externs = {}        # entry -> rule of an AD_EXTERN entry
+        self.externs = {}        # entry -> rule of an AD_EXTERN entry (extern.py)
         self.sweep_mode = _core.SWEEP_ACCUM
         self.callback_error = None
         self.guards = None       # ad.record: the decisions a replay must repeat
-        self._callbacks = False  # extern callbacks routed here (on first use)
+        self.callbacks_routed = False   # extern.py's callbacks (on first use)
         self._entered = False
         self._frozen = None      # grads kept after release, by entry
         self.generation = 0      # compactions so far: entry numbers changed
@@ -692,29 +692,6 @@ class Tape:
         g = np.frombuffer(ffi.buffer(p, 8 * d.size)).reshape(d.shape)
         return buffers.copy(g) if copy else g
 
-    # -- extern entries (rules in Python, called from the C sweeps) ---------
-
-    def route_callbacks(self):
-        """Before the first extern entry: the C sweeps' callbacks for
-        extern entries call this tape's methods below."""
-        if not self._callbacks:
-            _core.register_callbacks(self._c, self)
-            self._callbacks = True
-
-    def adjoint_view(self, j):
-        """Entry j's adjoint in the sweep under way, as a writable array of
-        the entry's shape (0-d for a scalar)."""
-        return self._entry_array(j, lib.ad_entry_adjoint(self._c, j, self.sweep_mode))
-
-    def _entry_array(self, j, p):
-        """The doubles at p as an array of entry j's shape."""
-        if p == ffi.NULL:
-            raise MemoryError("out of memory for adjoints")
-        d = self.nodes[j]._d
-        if d.__class__ is not np.ndarray:           # a scalar's one double
-            return np.frombuffer(ffi.buffer(p, 8)).reshape(())
-        return np.frombuffer(ffi.buffer(p, 8 * d.size)).reshape(d.shape)
-
     def entry_value(self, j):
         """Entry j's value as the C tape has it (a replay may have changed
         it since it was recorded): a float, or the Array's ndarray, which is
@@ -722,92 +699,6 @@ class Tape:
         if self._c.aux[j] < 0:
             return self._c.val[j]
         return self.nodes[j]._d
-
-    def _extern_operands(self, i):
-        c = self._c
-        operands = [j for j in (c.a[i], c.b[i]) if j >= 0]
-        needs = [bool(c.flags[j] & _core.FLAG_VARIABLE) for j in operands]
-        return operands, needs, [self.entry_value(j) for j in operands]
-
-    def extern_reverse(self, i):
-        """The C reverse sweep reached extern entry i: add its vjp into its
-        operands' adjoints."""
-        g = self.adjoint_view(i)
-        if not g.any():
-            return
-        operands, needs, inputs = self._extern_operands(i)
-        rule = self.externs[i]
-        # the operands' adjoints: a block that holds nothing yet this sweep
-        # is assigned its cotangent (by a pure rule, written in place)
-        unset = ffi.new("int *")
-        targets = []
-        for j, need in zip(operands, needs):
-            view = self._entry_array(j, lib.ad_entry_adjoint_claim(
-                self._c, j, self.sweep_mode, unset)) if need else None
-            targets.append((view, need and unset[0]))
-        if rule.pure:
-            cotangents = rule.cotangents(g, self.entry_value(i), inputs, needs,
-                                         [v if fresh else None for v, fresh in targets])
-        else:
-            cotangents = rule.cotangents(g.copy(), self.entry_value(i), inputs, needs)
-        for (view, fresh), ct, need in zip(targets, cotangents, needs):
-            if not need:
-                continue
-            if ct is None:
-                if fresh:
-                    view[...] = 0.0
-            elif ct is not view:
-                ct = np.asarray(ct, dtype=np.float64).reshape(view.shape)
-                if fresh:
-                    np.copyto(view, ct)
-                else:
-                    view += ct
-
-    def extern_tangent(self, i):
-        """The C tangent sweep reached extern entry i: its tangent from
-        its operands' (None for a constant operand)."""
-        operands, needs, inputs = self._extern_operands(i)
-        tangents = [self.scratch(j, TAN).copy() if need else None
-                    for j, need in zip(operands, needs)]
-        value = self.externs[i].tangent(tangents, self.entry_value(i), inputs)
-        out = self.scratch(i, TAN)
-        out[...] = np.asarray(value, dtype=np.float64).reshape(out.shape)
-
-    def extern_second(self, i):
-        """The C second-order sweep reached extern entry i: its adjoint and
-        adjoint tangent into its operands'."""
-        g, dg = self.scratch(i, ADJ).copy(), self.scratch(i, DADJ).copy()
-        if not (g.any() or dg.any()):
-            return
-        operands, needs, inputs = self._extern_operands(i)
-        rule, out = self.externs[i], self.entry_value(i)
-        tangents = [self.scratch(j, TAN).copy() if need else None
-                    for j, need in zip(operands, needs)]
-        first = rule.cotangents(g, out, inputs, needs)
-        second = rule.cotangent_tangents(g, dg, out, inputs, tangents, needs)
-        for j, ct, dct, need in zip(operands, first, second, needs):
-            if need:
-                for which, part in ((ADJ, ct), (DADJ, dct)):
-                    if part is not None:
-                        view = self.scratch(j, which)
-                        view += np.asarray(part, dtype=np.float64).reshape(view.shape)
-
-    def extern_forward(self, i):
-        """The C forward sweep reached extern entry i: recompute it."""
-        c = self._c
-        inputs = [self.entry_value(j) for j in (c.a[i], c.b[i]) if j >= 0]
-        rule, node = self.externs[i], self.nodes[i]
-        if c.aux[i] < 0:
-            c.val[i] = float(rule.forward(*inputs))
-            return
-        node._d.flags.writeable = True
-        try:
-            if rule.pure:           # straight into the entry's values
-                rule.forward(*inputs, out=node._d)
-            else:
-                node._d[...] = rule.forward(*inputs)
-        finally:
-            node._d.flags.writeable = False
 
     def guard(self, node, expected, what):
         """While recording a function: node (a comparison's result, or a

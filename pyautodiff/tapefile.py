@@ -46,8 +46,9 @@ import struct
 import numpy as np
 
 from . import _core
-from .array import Array, _append, _mapped, matmul_rule
+from .array import Array, _append, _mapped
 from .extern import record_extern
+from .matmul import matmul_rule
 from .pytree import Structure
 from .tape import Tape
 from .trace import Trace

@@ -208,15 +208,7 @@ class Value:
 
     __slots__ = ("_d", "_i", "_t", "_lb")
 
-    # NumPy interop: np.exp(v), np.float64 * v, ndarray * v (an Array);
-    # np.sum(v), np.where(c, v, w) ... as on a 0-d Array
-    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
-        from .numpy_interop import apply_ufunc
-        return apply_ufunc(ufunc, method, inputs, kwargs)
-
-    def __array_function__(self, func, types, args, kwargs):
-        from .numpy_interop import apply_function
-        return apply_function(func, args, kwargs)
+    # (NumPy's protocols, np.exp(v) ...: given by numpy_interop.py)
 
     # What the operators are generated from, with the op table (codegen.py
     # reads these; regenerate after changing one): the operators that

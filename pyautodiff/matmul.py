@@ -1,0 +1,75 @@
+"""Matrix products: NumPy (BLAS) in both directions, recorded as one extern
+entry (extern.py): the product, its vjp, the ExternRule a saved tape names,
+ad.matmul and Array's @."""
+import numpy as np
+
+from . import buffers
+from .array import Array, _constant, _detached, _plain
+from .broadcasting import unbroadcast
+from .extern import ExternRule, record_extern
+from .tape import NO_GRAD, recording_tape
+from .value import Value
+
+
+def product(x, y, into=None):
+    """x @ y.  A product of float64 matrices goes into `into` where that
+    has its shape (an adjoint block: no copy after), else into memory from
+    the block cache, as big results and gradients are made every step."""
+    if x.ndim == 2 and y.ndim == 2 and x.dtype == y.dtype == np.float64 \
+            and x.shape[1] == y.shape[0]:
+        shape = (x.shape[0], y.shape[1])
+        if into is None or into.shape != shape:
+            into = buffers.empty(shape)
+        return np.matmul(x, y, out=into)
+    return np.matmul(x, y)
+
+
+def matmul_vjp(g, out, a, b, needs=(True, True), into=(None, None)):
+    """The cotangents of a @ b for those of a and b that need one; each may
+    be written into an adjoint block of into."""
+    if a.ndim == 2 and b.ndim == 2:     # matrices: no promotion, no sums
+        return (product(g, b.T, into[0]) if needs[0] else None,
+                product(a.T, g, into[1]) if needs[1] else None)
+    a2 = a[np.newaxis, :] if a.ndim == 1 else a
+    b2 = b[:, np.newaxis] if b.ndim == 1 else b
+    # g in the shape of the product of the 2-D (or batched) promotions
+    g2 = np.reshape(g, np.broadcast_shapes(a2.shape[:-2], b2.shape[:-2])
+                    + (a2.shape[-2], b2.shape[-1]))
+    ga = gb = None
+    if needs[0]:
+        ga = unbroadcast(product(g2, np.swapaxes(b2, -1, -2), into[0]),
+                         a2.shape).reshape(a.shape)
+    if needs[1]:
+        gb = unbroadcast(product(np.swapaxes(a2, -1, -2), g2, into[1]),
+                         b2.shape).reshape(b.shape)
+    return ga, gb
+
+
+_MATMUL = None
+
+
+def matmul_rule():
+    """The extern rule of matrix products (a saved tape names it)."""
+    global _MATMUL
+    if _MATMUL is None:
+        _MATMUL = ExternRule(np.matmul, matmul_vjp, "matmul", takes_needs=True,
+                             bilinear=True, pure=True)
+    return _MATMUL
+
+
+def matmul(a, b):
+    """a @ b with NumPy's rules (1-D, 2-D and batched)."""
+    pa, pb = _plain(a), _plain(b)
+    try:
+        value = product(np.asarray(pa), np.asarray(pb))
+    except ValueError:
+        raise ValueError(f"matmul: shapes {np.shape(pa)} and {np.shape(pb)} are "
+                         "not aligned") from None
+    if recording_tape() is NO_GRAD:
+        return _detached(value)
+    ops = [x if isinstance(x, (Array, Value)) else _constant(x) for x in (a, b)]
+    return record_extern(matmul_rule(), ops, value)
+
+
+Array.__matmul__ = lambda self, other: matmul(self, other)     # noqa: E731
+Array.__rmatmul__ = lambda self, other: matmul(other, self)    # noqa: E731

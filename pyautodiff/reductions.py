@@ -1,0 +1,209 @@
+"""Reductions of Arrays: sum, mean, max, min and log-sum-exp as one entry
+each (the C core's reductions), softmax composed from log-sum-exp; var from
+those, and prod and cumsum as extern entries (their rules in NumPy, here);
+and the Array methods of each."""
+import math
+
+import numpy as np
+
+from . import _core
+from .array import Array, _asarray, _detached, _new, _operand, normalize_axis_tuple
+from .extern import ExternRule, record_extern
+from .tape import NO_GRAD, recording_tape
+
+OPS = _core.OPS
+
+
+# NumPy's reductions, for no_grad
+def numpy_logsumexp(x, axis=None, keepdims=False):
+    """scipy.special.logsumexp's rule (the C core's LSE, for no_grad):
+    shifted by the max, or by 0 where the max is not finite."""
+    m = np.max(x, axis=axis, keepdims=True, initial=-np.inf)
+    m = np.where(np.isfinite(m), m, 0.0)
+    with np.errstate(divide="ignore"):      # log(0): an all -inf reduction
+        out = np.log(np.sum(np.exp(x - m), axis=axis, keepdims=True)) + m
+    return out if keepdims else np.squeeze(out, axis=axis)
+
+
+REDUCERS = {"SUM": np.sum, "MEAN": np.mean, "MAX": np.max, "MIN": np.min,
+             "LSE": numpy_logsumexp}
+
+
+def reduce(self, axis, keepdims, mean=False, op="SUM"):
+    """self (an Array) summed (SUM), averaged (mean), or reduced by op (MAX,
+    MIN, LSE) over axis, as NumPy's method of that name."""
+    name = "MEAN" if mean else op
+    shape = self._d.shape
+    if not shape:
+        # NumPy lets sum/max/min take axis 0 or -1 on a 0-d array; mean not
+        axes = () if axis is None or (not mean and axis in (0, -1, (0,), (-1,))) \
+            else normalize_axis_tuple(axis, 0)
+    else:
+        axes = tuple(range(len(shape))) if axis is None else \
+            normalize_axis_tuple(axis, len(shape))
+    kept = tuple(1 if d in axes else n for d, n in enumerate(shape))
+    if name in ("MAX", "MIN") and any(shape[d] == 0 for d in axes):
+        raise ValueError(f"{name.lower()} of an empty axis has no identity")
+    count = float(math.prod([shape[d] for d in axes])) if mean else 1.0
+    t = recording_tape()
+    if t is NO_GRAD:
+        return _detached(REDUCERS[name](self._d, axis=axes, keepdims=keepdims))
+    if not keepdims and len(axes) == len(shape):
+        # a whole reduction straight into a 0-d result (no reshape entry)
+        return _new(t, OPS[op], _operand(self, t)[0], -1, count, ())
+    out = _new(t, OPS[op], _operand(self, t)[0], -1, count, kept)
+    if not keepdims:              # the reduced dimensions dropped
+        out = _new(t, OPS["RESHAPE"], out._i, -1, 0.0,
+                   tuple(n for d, n in enumerate(shape) if d not in axes))
+    return out
+
+
+# -- log-sum-exp (one reduction entry) and softmax, composed from it --------
+
+def logsumexp(a, axis=None, keepdims=False):
+    """log(sum(exp(a))) over axis, as scipy.special.logsumexp: shifted by
+    the max, so it never overflows (also in a replay at other inputs);
+    -inf for an empty or all -inf reduction."""
+    return reduce(_asarray(a), axis, keepdims, op="LSE")
+
+
+def softmax(a, axis=-1):
+    a = _asarray(a)
+    return (a - logsumexp(a, axis=axis, keepdims=True)).exp()
+
+
+def log_softmax(a, axis=-1):
+    a = _asarray(a)
+    return a - logsumexp(a, axis=axis, keepdims=True)
+
+
+# -- variance, products and cumulative sums ------------------------------------
+
+def _float_result(name, dtype, out):
+    """An Array's reduction gives a new float64 Array: no out=, no other
+    dtype (it would be a number NumPy does not compute)."""
+    if out is not None:
+        raise TypeError(f"Array.{name}: out= is not supported (the result is "
+                        "a new Array; use the one returned)")
+    if dtype is not None and np.dtype(dtype).kind != "f":
+        raise TypeError(f"Array.{name}: dtype={np.dtype(dtype)} is not "
+                        "supported (an Array holds float64)")
+
+
+def var(a, axis=None, ddof=0, keepdims=False):
+    """NumPy's var: the mean square deviation from the mean, divided by
+    n - ddof for n elements reduced (inf or nan where that is <= 0, as
+    NumPy gives)."""
+    a = _asarray(a)
+    m = a.mean(axis=axis, keepdims=True)
+    d = a - m
+    n = a.size // m.size if m.size else 0
+    return (d * d).sum(axis=axis, keepdims=keepdims) / float(max(n - ddof, 0))
+
+
+def _extern(name, forward, vjp, jvp, a, linear=False):
+    """forward(a) recorded as one entry with the rules vjp and jvp (on a's
+    values, as NumPy computes them)."""
+    value = forward(a._d)
+    if recording_tape() is NO_GRAD:
+        return _detached(value)
+    return record_extern(ExternRule(forward, vjp, name, jvp=jvp, linear=linear),
+                         [a], value)
+
+
+def _tangent_of(tangents, x):
+    """The input's tangent (zeros for an input that does not move)."""
+    return np.zeros(np.shape(x)) if tangents[0] is None else tangents[0]
+
+
+def _others_product(x, axes):
+    """For each element of x, the product of the other elements along axes:
+    the product of those before it times that of those after it, which is
+    exact where x holds zeros (dividing the whole product by x is not)."""
+    k = len(axes)
+    ends = list(range(x.ndim - k, x.ndim))
+    moved = np.moveaxis(x, axes, ends)
+    rows = moved.reshape(moved.shape[:x.ndim - k] + (-1,))
+    if rows.shape[-1] == 0:
+        return np.zeros(x.shape)
+    ones = np.ones(rows.shape[:-1] + (1,))
+    before = np.cumprod(np.concatenate([ones, rows[..., :-1]], axis=-1), axis=-1)
+    after = np.cumprod(np.concatenate([ones, rows[..., :0:-1]], axis=-1), axis=-1)
+    others = (before * after[..., ::-1]).reshape(moved.shape)
+    return np.moveaxis(others, ends, axes)
+
+
+def prod(a, axis=None, keepdims=False):
+    """NumPy's prod, with a gradient that is right where elements are zero."""
+    a = _asarray(a)
+    axes = tuple(range(a.ndim)) if axis is None else normalize_axis_tuple(axis, a.ndim)
+    kept = tuple(1 if d in axes else n for d, n in enumerate(a.shape))
+
+    def forward(x):
+        return np.prod(x, axis=axes, keepdims=keepdims)
+
+    def vjp(g, out, x):
+        return (np.reshape(g, kept) * _others_product(x, axes),)
+
+    def jvp(tangents, out, x):
+        return np.sum(_tangent_of(tangents, x) * _others_product(x, axes),
+                      axis=axes, keepdims=keepdims)
+
+    return _extern("prod", forward, vjp, jvp, a)
+
+
+def cumsum(a, axis=None):
+    """NumPy's cumsum (of the flattened array for axis=None): a linear op,
+    whose vjp sums the gradient from the other end."""
+    a = _asarray(a)
+    if axis is None:
+        a, axis = a.reshape(-1), 0
+    axis = normalize_axis_tuple(axis, a.ndim)[0]
+
+    def forward(x):
+        return np.cumsum(x, axis=axis)
+
+    def vjp(g, out, x):
+        return (np.flip(np.cumsum(np.flip(g, axis), axis=axis), axis),)
+
+    def jvp(tangents, out, x):
+        return forward(_tangent_of(tangents, x))
+
+    return _extern("cumsum", forward, vjp, jvp, a, linear=True)
+
+
+class ArrayMethods:
+    """The methods of Array (given to it below) that reduce."""
+
+    def sum(self, axis=None, keepdims=False):
+        return reduce(self, axis, keepdims, mean=False)
+
+    def mean(self, axis=None, keepdims=False):
+        return reduce(self, axis, keepdims, mean=True)
+
+    def max(self, axis=None, keepdims=False):
+        return reduce(self, axis, keepdims, op="MAX")
+
+    def min(self, axis=None, keepdims=False):
+        return reduce(self, axis, keepdims, op="MIN")
+
+    def prod(self, axis=None, dtype=None, out=None, keepdims=False):
+        _float_result("prod", dtype, out)
+        return prod(self, axis, keepdims)
+
+    def cumsum(self, axis=None, dtype=None, out=None):
+        _float_result("cumsum", dtype, out)
+        return cumsum(self, axis)
+
+    def var(self, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
+        _float_result("var", dtype, out)
+        return var(self, axis, ddof, keepdims)
+
+    def std(self, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
+        _float_result("std", dtype, out)
+        return var(self, axis, ddof, keepdims).sqrt()
+
+
+for _name, _method in vars(ArrayMethods).items():
+    if not _name.startswith("__"):
+        setattr(Array, _name, _method)
