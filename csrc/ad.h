@@ -289,9 +289,47 @@ int ad_second_order(ad_tape *t, int64_t nseeds, const int64_t *idx,
  * which is 0 for adj, 1 for tan, 2 for dadj.  NULL if not allocated.      */
 double *ad_entry_scratch(ad_tape *t, int64_t i, int which);
 
-/* Guards of a recorded function: entry idx[k] must hold expected[k].
- * Returns the first k where it does not, or -1.                           */
-int64_t ad_check_guards(const ad_tape *t, int64_t n, const int64_t *idx,
-                        const double *expected);
+/* A replay of a recorded function (replay.c): write x into the leaves,
+ * run the forward sweep, check the guards and, for a gradient, run the
+ * reverse sweep from the output and read the leaves' gradients.  The one
+ * way a recording is replayed: ad.record's replays, its one-call
+ * value_and_grad and the C minimizer (lbfgs.c) all make this call.
+ *
+ *   x:       x[0]   x[1] ... x[6]   x[7] ...
+ *   leaf     0      1               2          the k-th entry of `leaf`
+ *   holds    a scalar leaf's imm    an array leaf's block (6 elements)
+ *
+ * The gradient g is laid out as x.  The guards are in recording order:
+ * entry guard[k] must hold the next numbers of expected (one for a scalar
+ * entry, its size for an array's), compared bit for bit but for NaN: a
+ * NaN matches a NaN, -0.0 is not 0.0 (format() and copysign() tell them
+ * apart).                                                                */
+typedef struct ad_replay_plan {
+    int64_t nleaves;
+    const int64_t *leaf;
+    int64_t nguards;
+    const int64_t *guard;
+    int64_t nexpected;
+    const double *expected;
+    int64_t output;     /* the result: one number; -1 if it is no entry */
+} ad_replay_plan;
+
+/* What ad_replay computes after the forward sweep and the guards. */
+enum ad_replay_mode {
+    AD_REPLAY_VALUES = 0,   /* nothing more: the caller reads the entries */
+    AD_REPLAY_GRAD = 1,     /* *f and g                                    */
+    AD_REPLAY_GRAD_FINITE = 2 /* *f, and g only where *f is finite (else g
+                                 is left as it was): a minimizer takes such
+                                 a point as a failed step anyway          */
+};
+
+/* Every index of the plan is an entry of the right kind and expected holds
+ * what the guards need; *n: the numbers x holds.  AD_EINVAL otherwise.  */
+int ad_replay_check(ad_tape *t, const ad_replay_plan *p, int64_t *n);
+/* The replay at x (p checked first).  *flipped: the first guard that does
+ * not hold (then nothing after the guards is computed), or -1.  check:
+ * detect_anomaly's check in the reverse sweep.  Returns an enum ad_status. */
+int ad_replay(ad_tape *t, const ad_replay_plan *p, const double *x, int mode,
+              int check, double *f, double *g, int64_t *flipped);
 
 #endif

@@ -16,7 +16,8 @@ from cffi import FFI
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 SOURCES = ["tape.c", "opinfo.c", "blocks.c", "blockcache.c", "forward.c",
-           "reverse.c", "tangent.c", "second.c", "optim.c", "lbfgs.c"]
+           "reverse.c", "tangent.c", "second.c", "optim.c", "lbfgs.c",
+           "replay.c"]
 HEADERS = ["opcodes.h", "ad.h", "optim.h", "lbfgs.h"]
 
 

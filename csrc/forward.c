@@ -310,21 +310,3 @@ int ad_forward(ad_tape *t, int64_t lo, int64_t hi, int check)
     }
     return AD_OK;
 }
-
-int64_t ad_check_guards(const ad_tape *t, int64_t n, const int64_t *idx,
-                        const double *expected)
-{
-    const int64_t len = ad_len(t);
-    for (int64_t k = 0; k < n; ++k) {
-        int64_t i = idx[k];
-        double v = i >= 0 && i < len && t->aux[i] < 0 ? t->val[i] : NAN;
-        /* bitwise: a guard on a value used as a plain float holds only
-         * where that value is exactly what it was (-0.0 is not 0.0 there:
-         * format() and copysign() show the sign; a NaN matches a NaN) */
-        int same = isnan(v) ? isnan(expected[k]) != 0
-                            : v == expected[k] && !signbit(v) == !signbit(expected[k]);
-        if (!same)
-            return k;
-    }
-    return -1;
-}

@@ -156,42 +156,21 @@ void ad_lbfgs_free(ad_lbfgs *o)
  * problem is an error, never a wild read. */
 static int check(ad_lbfgs *o)
 {
-    const ad_tape *t = o->tape;
+    ad_tape *t = o->tape;
     if (!t)
         return fail(o, AD_EINVAL, "no tape to minimize on");
-    if (o->output < 0 || o->output >= t->n)
-        return fail(o, AD_EINVAL, "objective entry %lld outside the tape's "
-                    "%lld entries", (long long)o->output, (long long)t->n);
-    int32_t aux = t->aux[o->output];
-    if (aux >= t->nblk || (aux >= 0 && t->blk[aux].size != 1))
-        return fail(o, AD_EINVAL, "the objective (entry %lld) must be one "
-                    "number", (long long)o->output);
-    if (o->nleaves < 1 || !o->leaf)
+    int64_t total;
+    int status = ad_replay_check(t, o->replay, &total);
+    if (status != AD_OK)
+        return sweep_failed(o, status);
+    if (o->replay->output < 0)
+        return fail(o, AD_EINVAL, "no objective entry");
+    if (o->replay->nleaves < 1)
         return fail(o, AD_EINVAL, "no variables");
-    int64_t total = 0;
-    for (int64_t k = 0; k < o->nleaves; ++k) {
-        int64_t e = o->leaf[k];
-        if (e < 0 || e >= t->n || t->op[e] != AD_LEAF || t->aux[e] >= t->nblk)
-            return fail(o, AD_EINVAL, "variable %lld: entry %lld is not a "
-                        "leaf of the tape", (long long)k, (long long)e);
-        total += t->aux[e] < 0 ? 1 : t->blk[t->aux[e]].size;
-    }
     if (total != o->n)
         return fail(o, AD_EINVAL, "the leaves hold %lld numbers, the "
                     "minimizer was made for %lld", (long long)total,
                     (long long)o->n);
-    if (o->nguards < 0 || (o->nguards && (!o->guard_idx || !o->guard_expected)))
-        return fail(o, AD_EINVAL, "guards not set");
-    if (o->narray_guards < 0 || (o->narray_guards && (!o->array_guard_idx ||
-                                                      !o->array_guard_expected)))
-        return fail(o, AD_EINVAL, "array guards not set");
-    for (int64_t k = 0; k < o->narray_guards; ++k) {
-        int64_t e = o->array_guard_idx[k];
-        if (e < 0 || e >= t->n || t->aux[e] < 0 || t->aux[e] >= t->nblk ||
-            !o->array_guard_expected[k])
-            return fail(o, AD_EINVAL, "array guard %lld: entry %lld is not an "
-                        "array of the tape", (long long)k, (long long)e);
-    }
     if (o->maxiter < 0 || o->maxls < 1 || !(o->gtol >= 0.0) ||
         !(o->ftol >= 0.0) || !(o->pause >= 0.0))
         return fail(o, AD_EINVAL, "bad options: maxiter %lld, maxls %lld, "
@@ -203,105 +182,25 @@ static int check(ad_lbfgs *o)
     return AD_OK;
 }
 
-/* -- one evaluation: f and its gradient at x, on the tape ----------------- */
-
-static void set_leaves(ad_lbfgs *o, const double *x)
-{
-    ad_tape *t = o->tape;
-    int64_t off = 0;
-    for (int64_t k = 0; k < o->nleaves; ++k) {
-        int64_t e = o->leaf[k];
-        if (t->aux[e] < 0) {
-            t->imm[e] = x[off++];       /* the forward sweep sets val = imm */
-            continue;
-        }
-        ad_block *bk = &t->blk[t->aux[e]];
-        if (bk->size > 0)
-            memcpy(bk->val, x + off, (size_t)bk->size * sizeof *x);
-        off += bk->size;
-    }
-}
-
-static void zero_leaf_grads(ad_lbfgs *o)
-{
-    ad_tape *t = o->tape;
-    for (int64_t k = 0; k < o->nleaves; ++k) {
-        int64_t e = o->leaf[k];
-        if (t->aux[e] < 0)
-            t->grad[e] = 0.0;
-        else
-            ad_array_zero_grad(t, e);   /* cannot fail: checked an array */
-    }
-}
-
-/* The leaves' gradients into g; a leaf the sweep did not reach has none
- * (the objective does not depend on it): zeros. */
-static void read_gradient(ad_lbfgs *o, double *g)
-{
-    ad_tape *t = o->tape;
-    int64_t off = 0;
-    for (int64_t k = 0; k < o->nleaves; ++k) {
-        int64_t e = o->leaf[k];
-        if (t->aux[e] < 0) {
-            g[off++] = t->grad[e];
-            continue;
-        }
-        int64_t size = t->blk[t->aux[e]].size;
-        const double *p = ad_array_grad(t, e);
-        if (size > 0 && p)
-            memcpy(g + off, p, (size_t)size * sizeof *g);
-        else
-            for (int64_t i = 0; i < size; ++i)
-                g[off + i] = 0.0;
-        off += size;
-    }
-}
-
-/* The first array guard that does not hold (numbered after the scalar
- * ones), or -1.  Equal as ad_check_guards compares: NaN matches NaN. */
-static int64_t array_guard_flipped(const ad_lbfgs *o)
-{
-    const ad_tape *t = o->tape;
-    for (int64_t k = 0; k < o->narray_guards; ++k) {
-        const ad_block *bk = &t->blk[t->aux[o->array_guard_idx[k]]];
-        const double *want = o->array_guard_expected[k];
-        for (int64_t i = 0; i < bk->size; ++i)
-            if (!(bk->val[i] == want[i]) && !(isnan(bk->val[i]) && isnan(want[i])))
-                return o->nguards + k;
-    }
-    return -1;
-}
+/* -- one evaluation: f and its gradient at x, one replay --------------- */
 
 static int evaluate(ad_lbfgs *o, const double *x, double *f, double *g,
                     int *outcome)
 {
-    ad_tape *t = o->tape;
-    set_leaves(o, x);
     o->nfev++;
-    int status = ad_forward(t, 0, t->n, 0);
+    int64_t flipped;
+    int status = ad_replay(o->tape, o->replay, x, AD_REPLAY_GRAD_FINITE, 0,
+                           f, g, &flipped);
     if (status != AD_OK)
         return sweep_failed(o, status);
-    int64_t k = ad_check_guards(t, o->nguards, o->guard_idx, o->guard_expected);
-    if (k < 0)
-        k = array_guard_flipped(o);
-    if (k >= 0) {
-        o->guard = k;
+    if (flipped >= 0) {
+        o->guard = flipped;
         *outcome = AD_EVAL_GUARD;
-        return AD_OK;
-    }
-    int32_t aux = t->aux[o->output];
-    *f = aux < 0 ? t->val[o->output] : t->blk[aux].val[0];
-    if (!isfinite(*f)) {
+    } else if (!isfinite(*f) || !all_finite(g, o->n)) {
         *outcome = AD_EVAL_NONFINITE;
-        return AD_OK;
+    } else {
+        *outcome = AD_EVAL_OK;
     }
-    zero_leaf_grads(o);
-    const double one = 1.0;
-    status = ad_backward_arrays(t, 1, &o->output, &one, 0, AD_SWEEP_LEAVES, 0);
-    if (status != AD_OK)
-        return sweep_failed(o, status);
-    read_gradient(o, g);
-    *outcome = all_finite(g, o->n) ? AD_EVAL_OK : AD_EVAL_NONFINITE;
     return AD_OK;
 }
 

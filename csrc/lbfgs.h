@@ -2,17 +2,14 @@
  * lbfgs.h -- L-BFGS on a recorded tape, with no Python per iteration.
  *
  * ad_lbfgs_run minimizes a tape's scalar output entry over its leaves.  An
- * evaluation writes x into the leaves, runs the forward sweep, checks the
- * recording's guards, and runs the reverse sweep from the output; the
+ * evaluation is one replay of the recording (ad_replay, replay.c: x into
+ * the leaves, the forward sweep, the guards, the reverse sweep); the
  * search direction comes from the last m steps (two-loop recursion) and
  * the step length from a line search for the strong Wolfe conditions
  * (Nocedal & Wright's bracketing and zoom, cubic interpolation).
  *
- * The variables are one flat vector x; the leaves hold it in order:
- *
- *   x:       x[0]   x[1] ... x[6]   x[7] ...
- *   leaf     0      1               2          the k-th entry of `leaf`
- *   holds    a scalar leaf's imm    an array leaf's block (6 elements)
+ * The variables are one flat vector x, laid out in the leaves as the
+ * replay plan says (ad.h).
  *
  * The state (iterate, history, counters) lives in the struct between calls,
  * so a run can pause at the end of an iteration and go on: Python gets
@@ -53,15 +50,7 @@ enum ad_lbfgs_eval {
 typedef struct ad_lbfgs {
     /* the problem: a recording; set again after each new recording */
     ad_tape *tape;
-    int64_t output;             /* the objective: a one-element entry         */
-    int64_t nleaves;
-    const int64_t *leaf;        /* the variables' leaf entries, in x's order  */
-    int64_t nguards;            /* scalar guards (as ad_check_guards takes)   */
-    const int64_t *guard_idx;
-    const double *guard_expected;
-    int64_t narray_guards;      /* array guards: entry equals the array       */
-    const int64_t *array_guard_idx;
-    const double *const *array_guard_expected;
+    const ad_replay_plan *replay;   /* its leaves, guards and objective */
     /* options */
     int64_t maxiter;
     int64_t maxls;              /* evaluations per line search                */
@@ -94,7 +83,7 @@ typedef struct ad_lbfgs {
     int64_t nit;                /* iterations (accepted steps)                */
     int64_t nfev;               /* evaluations (value and gradient)           */
     int32_t status;             /* enum ad_lbfgs_status                       */
-    int64_t guard;              /* the guard that flipped (scalar ones first) */
+    int64_t guard;              /* the guard that flipped            */
     char errmsg[160];
 } ad_lbfgs;
 

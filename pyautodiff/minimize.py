@@ -16,13 +16,12 @@ the optimization goes on, as ``@ad.function`` does.
 """
 import inspect
 import numbers
-from threading import get_ident
 
 import numpy as np
 
 from . import _core
 from ._core import ffi, lib
-from .record import BranchError, Recorded, is_plain
+from .record import BranchError, Recorded
 
 # methods that get more than the gradient, and those that use none
 HESSP_METHODS = {"newton-cg", "trust-ncg", "trust-krylov", "trust-constr"}
@@ -298,81 +297,15 @@ def _view(pointer, n):
 
 
 def _attach(o, rec):
-    """Point the minimizer at recording rec; returns what must stay alive
-    while it does."""
-    trace = rec.trace
-    tape = trace.tape
+    """Point the minimizer at recording rec (its tape and replay plan);
+    returns what must stay alive while it does."""
+    tape = rec.trace.tape
     tape._check_open()
     tape.flush()
     tape.sweep_mode = _core.SWEEP_LEAVES     # the extern rules read it
-    leaves = np.array([node._i for node in trace.leaves[0]], np.int64)
-    array_idx = np.array([node._i for node, _, _ in rec._array_guards], np.int64)
-    expected = [np.ascontiguousarray(e, dtype=np.float64).reshape(-1)
-                for _, e, _ in rec._array_guards]
-    buffers = [ffi.from_buffer("double[]", e) for e in expected]
-    keep = (rec, leaves, array_idx, expected, buffers,
-            ffi.new("double *[]", buffers or [ffi.NULL]))
     o.tape = tape._c
-    o.output = trace.output_entry()
-    o.nleaves = len(leaves)
-    o.leaf = ffi.from_buffer("int64_t[]", leaves)
-    o.nguards, o.guard_idx, o.guard_expected = rec._guard_args
-    o.narray_guards = len(expected)
-    o.array_guard_idx = ffi.from_buffer("int64_t[]", array_idx)
-    o.array_guard_expected = keep[-1]
-    return keep
-
-
-def one_call_evaluator(rec):
-    """For F.value_and_grad of a recording of f(x), x one float or float64
-    ndarray, with a scalar result: a function of x giving (value, gradient)
-    from one C call (as scipy's methods get them here), or None where x is
-    not such an argument or the point needs the general path (a guard
-    flips, a NaN or infinity); None as well for other recordings."""
-    trace = rec.trace
-    if rec.nargs != 1 or trace.argnum != 0 or trace.outer or \
-            trace.structures[0].node is not None or len(trace.leaves[0]) != 1:
-        return None
-    try:
-        idx, _ = trace.scalar_output()
-    except TypeError:
-        return None
-    if idx is None or idx != trace.output_entry():
-        return None
-    kind, shape = trace.structures[0].kinds[0], trace.structures[0].shapes[0]
-    size = int(np.prod(shape))
-    if size == 0:
-        return None
-    tape = trace.tape
-    o = _core.new_lbfgs(size, 1)
-    keep = _attach(o, rec)
-    f, outcome = ffi.new("double *"), ffi.new("int32_t *")
-    x1 = ffi.new("double[1]")
-
-    def value_and_grad(x):
-        if tape.tid != get_ident() or tape.closed:
-            return None     # the general path says why not (TapeError)
-        if not is_plain(x, kind, shape):
-            return None
-        if kind == "float":
-            x1[0] = x
-            xp = x1
-        elif x.flags.c_contiguous:
-            xp = ffi.from_buffer("double[]", x)
-        else:
-            return None
-        g = np.empty(shape)
-        _core.check(lib.ad_lbfgs_evaluate(o, xp, f, ffi.from_buffer("double[]", g),
-                                          outcome), o, tape)
-        if outcome[0] != lib.AD_EVAL_OK:
-            return None
-        return f[0], float(g) if kind == "float" else g
-
-    # alive while o points into it, but for rec itself: rec keeps this
-    # function (Recorded._evaluate), and keeping rec here would make the
-    # two a cycle that holds the recording until the collector runs
-    value_and_grad.attached = keep[1:]
-    return value_and_grad
+    o.replay = rec.plan
+    return (rec,)
 
 
 def _lbfgs(f, space, tol, options, callback):

@@ -53,10 +53,6 @@ def _one_at_a_time(method):
 class Recorded:
     """A function's Wengert list, replayed in C at new arguments."""
 
-    # value_and_grad's one C call (minimize.one_call_evaluator), once made;
-    # False where the recording needs the general path
-    _evaluate = None
-
     def __init__(self, f, args, argnum=0, kwargs=None, _trace=None):
         self.trace = _trace or Trace(f, args, kwargs or {}, argnum, "record",
                                      inputs=range(len(args)), guards=True)
@@ -71,36 +67,66 @@ class Recorded:
         if _trace is None:
             tape.compact()       # what neither the output nor a guard needs
         tape.flush()
-        self._prepare_guards()
+        self._plan_replays()
 
-    def _prepare_guards(self):
-        tape = self.trace.tape
-        # a Value's guard is checked in C, an Array's (a mask) here
-        scalar = [(node, expected, what) for node, expected, what in tape.guards
-                  if isinstance(node, Value)]
-        self._array_guards = [(node, expected, what) for node, expected, what
-                              in tape.guards if not isinstance(node, Value)]
-        self._guard_what = [what for _, _, what in scalar]
-        self._guard_idx = np.array([node._i for node, _, _ in scalar], np.int64)
-        self._guard_expected = np.array([e for _, e, _ in scalar], np.float64)
-        self._guard_args = (len(scalar),
-                            ffi.from_buffer("int64_t[]", self._guard_idx),
-                            ffi.from_buffer("double[]", self._guard_expected))
+    def _plan_replays(self):
+        """The replay plan of csrc/ad.h (ad_replay_plan): every argument's
+        leaves in order, the guards with their values, the scalar result
+        (the one C call of value_and_grad; -1 where value_and_grad needs
+        the general path: a constant or a result of another shape)."""
+        tr = self.trace
+        leaves = [node for k in range(self.nargs) for node in tr.leaves[k]]
+        # each leaf's place in x: (offset, size) by id
+        self._place, offset = {}, 0
+        for node in leaves:
+            size = 1 if isinstance(node, Value) else node._d.size
+            self._place[id(node)] = (offset, size)
+            offset += size
+        self._size = offset
+        guards = tr.tape.guards
+        self._guard_what = [what for _, _, what in guards]
+        expected = [np.reshape(np.asarray(e, np.float64), -1) for _, e, _ in guards]
+        try:
+            output, _ = tr.scalar_output()
+        except TypeError:
+            output = None
+        self._objective = output
+        self._plan_keep = keep = (
+            np.array([node._i for node in leaves], np.int64),
+            np.array([node._i for node, _, _ in guards], np.int64),
+            np.concatenate(expected) if expected else np.zeros(0))
+        self.plan = plan = ffi.new("ad_replay_plan *")
+        plan.nleaves, plan.leaf = len(keep[0]), ffi.from_buffer("int64_t[]", keep[0])
+        plan.nguards, plan.guard = len(keep[1]), ffi.from_buffer("int64_t[]", keep[1])
+        plan.nexpected = len(keep[2])
+        plan.expected = ffi.from_buffer("double[]", keep[2])
+        plan.output = -1 if output is None else output
+        self._one = np.empty(1)
+        self._f = ffi.new("double *")
+        self._flipped = ffi.new("int64_t *")
+        self._plain = self.nargs == 1 and tr.structures[0].node is None
 
     # -- replay --------------------------------------------------------------
 
-    def _replay(self, args):
-        """Write args into the leaves, run the forward sweep, check guards."""
+    def _inputs(self, args):
+        """args as the flat vector x of the replay plan (checked against
+        the structures they were recorded with)."""
         if len(args) != self.nargs:
             raise TypeError(f"the recording of {self.name} takes {self.nargs} "
                             f"argument{'' if self.nargs == 1 else 's'}, "
                             f"not {len(args)}")
         tr = self.trace
-        c = tr.tape._c
+        if self._plain:                # one float or ndarray, as recorded
+            want = tr.structures[0]
+            arg = args[0]
+            if is_plain(arg, want.kinds[0], want.shapes[0]):
+                if want.kinds[0] == "float":
+                    self._one[0] = arg
+                    return self._one
+                return arg if arg.flags.c_contiguous else np.ascontiguousarray(arg)
+        parts = []
         for k, arg in enumerate(args):
             want = tr.structures[k]
-            if want.node is None and _write_plain(arg, want, tr.leaves[k][0], c):
-                continue            # one float or ndarray, as recorded
             values, st = flatten(arg, f"{self.name}: argument {k}")
             refuse_variables(values, _inside(self.name))
             if st.node != want.node or st.kinds != want.kinds:
@@ -109,25 +135,36 @@ class Recorded:
             if st.shapes != want.shapes:
                 raise ValueError(f"{self.name}: argument {k} has shape "
                                  f"{_shapes(st)}, recorded with {_shapes(want)}")
-            for node, kind, v in zip(tr.leaves[k], want.kinds, values):
-                v = getattr(v, "_d", v)
-                if kind == "float":
-                    c.imm[node._i] = v
-                else:
-                    node._d[...] = v
-        tape = tr.tape
-        _core.check(lib.ad_forward(c, 0, tape.nflushed, 0), c, tape)
-        self._check_guards()
+            parts += [getattr(v, "_d", v) for v in values]
+        if all(kind == "float" for k in range(self.nargs)
+               for kind in tr.structures[k].kinds):
+            return np.array(parts, np.float64)
+        return np.concatenate([np.ravel(np.asarray(v, np.float64)) for v in parts]) \
+            if parts else np.zeros(0)
 
-    def _check_guards(self):
-        k = lib.ad_check_guards(self.trace.tape._c, *self._guard_args)
+    def _replay(self, args, grad=False):
+        """The one C replay (csrc/replay.c) at args: the leaves written,
+        the forward sweep, the guards checked; with grad, also the value
+        and the flat gradient of every leaf (x's layout)."""
+        x = self._inputs(args)
+        tape = self.trace.tape
+        tape._check_open()
+        c = tape._c
+        g = np.empty(self._size) if grad else None
+        if grad:
+            tape.sweep_mode = _core.SWEEP_LEAVES     # the extern rules read it
+        _core.check(lib.ad_replay(
+            c, self.plan, ffi.from_buffer("double[]", x),
+            lib.AD_REPLAY_GRAD if grad else lib.AD_REPLAY_VALUES,
+            1 if state.anomaly else 0, self._f,
+            ffi.NULL if g is None else ffi.from_buffer("double[]", g),
+            self._flipped), c, tape)
+        k = self._flipped[0]
         if k >= 0:
-            raise BranchError(self._flipped(self._guard_what[k]))
-        for node, expected, what in self._array_guards:
-            if not np.array_equal(node._d, expected):
-                raise BranchError(self._flipped(what))
+            raise BranchError(self._flipped_message(self._guard_what[k]))
+        return g
 
-    def _flipped(self, what):
+    def _flipped_message(self, what):
         return (f"{what} differs at these inputs, so the recording "
                 f"of {self.name} does not hold here; record again at these "
                 "inputs (@ad.function does that by itself)")
@@ -139,15 +176,22 @@ class Recorded:
 
     @_one_at_a_time
     def value_and_grad(self, *args):
-        if self._evaluate is None:
-            from .minimize import one_call_evaluator
-            self._evaluate = one_call_evaluator(self) or False
-        if self._evaluate and len(args) == 1 and not state.anomaly:
-            got = self._evaluate(args[0])
-            if got is not None:
-                return got
-        self._replay(args)
-        return self.trace.value_and_grad()
+        if self._objective is None:      # trace.value_and_grad says why
+            self._replay(args)
+            return self.trace.value_and_grad()
+        g = self._replay(args, grad=True)
+        tr = self.trace
+        if self._plain and isinstance(tr.argnum, int):     # the common case
+            st = tr.structures[0]
+            return self._f[0], float(g[0]) if st.kinds[0] == "float" \
+                else g.reshape(st.shapes[0])
+
+        def gradient(node):
+            offset, size = self._place[id(node)]
+            if isinstance(node, Value):
+                return float(g[offset])
+            return g[offset:offset + size].reshape(node._d.shape).copy()
+        return self._f[0], tr.read(gradient)
 
     def grad(self, *args):
         return self.value_and_grad(*args)[1]
@@ -209,19 +253,6 @@ def is_plain(arg, kind, shape):
         return arg.__class__ is float or arg.__class__ is int
     return arg.__class__ is np.ndarray and arg.dtype == np.float64 \
         and arg.shape == shape
-
-
-def _write_plain(arg, want, leaf, c):
-    """Write a plain argument (is_plain) into its leaf; False (nothing
-    written) for anything else."""
-    kind = want.kinds[0]
-    if not is_plain(arg, kind, want.shapes[0]):
-        return False
-    if kind == "float":
-        c.imm[leaf._i] = arg
-    else:
-        leaf._d[...] = arg
-    return True
 
 
 def _inside(name):

@@ -596,19 +596,20 @@ def test_c_rejects_a_malformed_minimizer():
         check(lib.ad_lbfgs_run(o), o)
     rec = ad.record(rosen, np.zeros(3))
     keep = minimize_module._attach(o, rec)
-    good = o.output
-    o.output = 10 ** 6
+    plan = o.replay
+    good = plan.output
+    plan.output = 10 ** 6
     with pytest.raises(ValueError, match="objective entry"):
         check(lib.ad_lbfgs_run(o), o)
-    o.output = keep[1][0]                 # the leaf: three numbers, not one
+    plan.output = plan.leaf[0]            # the leaf: three numbers, not one
     with pytest.raises(ValueError, match="one number"):
         check(lib.ad_lbfgs_run(o), o)
-    o.output = good
+    plan.output = good
     leaves = np.array([good], np.int64)   # not a leaf
-    o.leaf = _core.ffi.from_buffer("int64_t[]", leaves)
+    plan.leaf = _core.ffi.from_buffer("int64_t[]", leaves)
     with pytest.raises(ValueError, match="not a leaf"):
         check(lib.ad_lbfgs_run(o), o)
-    o.leaf = _core.ffi.from_buffer("int64_t[]", keep[1])
+    plan.leaf = _core.ffi.from_buffer("int64_t[]", rec._plan_keep[0])
     o.maxls = 0
     with pytest.raises(ValueError, match="bad options"):
         check(lib.ad_lbfgs_run(o), o)

@@ -381,8 +381,8 @@ def test_a_mask_that_selects_nothing():
 # a guard flips or the result is not finite, takes the general path.  Both
 # must give the same answers: the general path is the oracle here.
 
-def _general(F, x):
-    F._replay((x,))
+def _general(F, *args):
+    F._replay(args)
     return F.trace.value_and_grad()
 
 
@@ -392,7 +392,7 @@ def test_one_call_value_and_grad_is_the_general_path_bit_for_bit(n):
     for _ in range(5):
         x = RNG.normal(size=n)
         value, grad = F.value_and_grad(x)
-        assert F._evaluate                      # it took the one call
+        assert F._objective is not None         # it took the one call
         want_value, want_grad = _general(F, x)
         assert value == want_value and type(value) is float
         np.testing.assert_array_equal(grad, want_grad)
@@ -440,17 +440,15 @@ def test_one_call_leaves_infinite_results_and_anomalies_to_the_general_path():
     assert F.value_and_grad(np.array([1.0, 4.0, 2.0]))[1][1] == 0.25
 
 
-def test_one_call_is_not_used_for_other_recordings():
+def test_one_call_is_not_used_for_a_result_that_is_no_scalar():
     vector = ad.record(vector_fn, np.ones(4))
     with pytest.raises(TypeError, match="scalar output"):
         vector.value_and_grad(np.ones(4))
-    assert vector._evaluate is False
+    assert vector._objective is None
     two = ad.record(scalar_fn, 0.3, -0.4)
-    two.value_and_grad(0.1, 0.2)
-    assert two._evaluate is False
+    assert two.value_and_grad(0.1, 0.2) == _general(two, 0.1, 0.2)
     nested = ad.record(lambda d: d["a"] * d["b"], {"a": 1.0, "b": 2.0})
     assert nested.value_and_grad({"a": 3.0, "b": 5.0}) == (15.0, {"a": 5.0, "b": 3.0})
-    assert nested._evaluate is False
 
 
 def test_one_call_made_here_and_other_threads_agree():
@@ -477,3 +475,86 @@ def test_value_and_grad_of_a_recording_of_an_empty_array():
     F = ad.record(lambda x: ad.sum(x * x), np.zeros(0))
     value, grad = F.value_and_grad(np.zeros(0))
     assert value == 0.0 and grad.shape == (0,)
+
+
+# -- one replay, one guard check ----------------------------------------------
+# ad.record's replays, its one-call value_and_grad and the C minimizer's
+# evaluations are the one C call ad_replay (csrc/replay.c): a guard that
+# flips is the same guard from each.
+
+def _two_guards(x):
+    if x[0] > 0.0:                          # guard 0, a Value's comparison
+        out = np.sum(x ** 2)
+    else:
+        out = np.sum(-x)
+    return out + np.sum(x[x < 1.0])         # guard 1, a mask
+
+
+@pytest.mark.parametrize("point, k", [([-1.0, 0.5], 0), ([0.5, 2.0], 1)])
+def test_every_caller_finds_the_same_flipped_guard(point, k):
+    import importlib
+    from pyautodiff._core import check, ffi, lib, new_lbfgs
+    minimize_module = importlib.import_module("pyautodiff.minimize")
+    F = ad.record(_two_guards, np.array([1.0, 0.5]))
+    x = np.array(point)
+    messages = []
+    for call in (F, F.value_and_grad, F.jacobian):
+        with pytest.raises(ad.BranchError) as err:
+            call(x)
+        messages.append(str(err.value))
+    assert len(set(messages)) == 1
+    assert ("mask" in messages[0]) == (k == 1)
+    o = new_lbfgs(2, 1)
+    keep = minimize_module._attach(o, F)
+    f, outcome = ffi.new("double *"), ffi.new("int32_t *")
+    g = np.empty(2)
+    check(lib.ad_lbfgs_evaluate(o, ffi.from_buffer("double[]", x), f,
+                                ffi.from_buffer("double[]", g), outcome), o)
+    assert outcome[0] == lib.AD_EVAL_GUARD and o.guard == k
+    assert np.isnan(f[0]) and np.isnan(g).all()
+    del keep
+    # ... and minimize records again there, as it must
+    res = ad.minimize(_two_guards, np.array([1.0, 0.5]), method="lbfgs")
+    assert res.success or res.status in (1, 2)
+
+
+@pytest.mark.filterwarnings("ignore")      # float(y) of a traced y, meant
+def test_a_guard_matches_nan_and_tells_the_zeros_apart():
+    def f(x, y):
+        return x * 2.0 if float(y) != 5.0 else x      # float(y): a guard on y
+    F = ad.record(f, 1.0, float("nan"))
+    assert F(3.0, float("nan")) == 6.0
+    G = ad.record(f, 1.0, 0.0)
+    assert G.value_and_grad(3.0, 0.0) == (6.0, 2.0)
+    with pytest.raises(ad.BranchError):
+        G(3.0, -0.0)
+    with pytest.raises(ad.BranchError):
+        G.value_and_grad(3.0, -0.0)
+
+    def h(x):                                 # an Array's numbers, taken out
+        return np.sum(x * float(np.sum(x[1:] * 0.0 + x[1:])))
+    H = ad.record(h, np.array([1.0, np.nan]))
+    assert np.isnan(H(np.array([2.0, np.nan])))
+
+
+def test_a_malformed_replay_plan_is_an_error_not_a_crash():
+    from pyautodiff._core import check, ffi, lib
+    F = ad.record(_two_guards, np.array([1.0, 0.5]))
+    c, plan = F.trace.tape._c, F.plan
+    x, flipped = np.ones(2), ffi.new("int64_t *")
+    good = plan.guard
+    bad = np.array([10 ** 9, -1], np.int64)
+    plan.guard = ffi.from_buffer("int64_t[]", bad)
+    with pytest.raises(ValueError, match="guard 0"):
+        check(lib.ad_replay(c, plan, ffi.from_buffer("double[]", x), 0, 0,
+                            ffi.NULL, ffi.NULL, flipped), c)
+    plan.guard = good
+    plan.nexpected += 1
+    with pytest.raises(ValueError, match="expected"):
+        check(lib.ad_replay(c, plan, ffi.from_buffer("double[]", x), 0, 0,
+                            ffi.NULL, ffi.NULL, flipped), c)
+    plan.nexpected -= 1
+    with pytest.raises(ValueError, match="gradient needs"):
+        check(lib.ad_replay(c, plan, ffi.from_buffer("double[]", x), 1, 0,
+                            ffi.NULL, ffi.NULL, flipped), c)
+    assert F(np.array([2.0, 0.5])) == F.trace.output_value()
