@@ -26,7 +26,7 @@ import io
 
 import numpy as np
 
-from . import _core
+from . import _core, tapefile
 from ._core import ffi, lib
 from .pytree import flatten
 from .tape import state
@@ -234,15 +234,13 @@ class Recorded:
 
     def save(self, path):
         """Write the recording to path (see tapefile.py for the format)."""
-        from .tapefile import save
-        save(self, path)
+        tapefile.save(self, path)
 
     # Pickle and deepcopy carry the saved file's bytes, so a copy is loaded
     # and validated exactly as ad.load loads a file (and what cannot be
     # saved cannot be pickled, with the same error).
     def __reduce__(self):
-        from .tapefile import dumps
-        return _unpickled, (dumps(self),)
+        return _unpickled, (tapefile.dumps(self),)
 
 
 def is_plain(arg, kind, shape):
@@ -274,8 +272,10 @@ def record(f, *args, argnum=0):
 def load(path):
     """A recording saved by F.save(path); ValueError for a file that is
     truncated, corrupted or not a recording."""
-    from .tapefile import load as load_file
-    return load_file(path)
+    trace, name = tapefile.load(path)
+    rec = Recorded(None, (), _trace=trace)
+    rec.name = name
+    return rec
 
 
 def _unpickled(data):

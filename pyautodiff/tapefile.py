@@ -182,7 +182,8 @@ def dumps(rec):
 
 
 def load(source):
-    from .record import Recorded
+    """(trace, name) of the recording saved in source (a path or a binary
+    file object), validated field by field; ad.load makes it a Recorded."""
     f, limit, path, owned = _open(source)
     try:
         data, header, start = _read(f, limit, path)
@@ -202,9 +203,7 @@ def load(source):
                          f"{exc})") from None
     except Exception as exc:
         raise ValueError(f"{path}: not a valid recording ({exc})") from None
-    rec = Recorded(None, (), _trace=trace)
-    rec.name = name
-    return rec
+    return trace, name
 
 
 # -- reading: never further than the file says it goes ---------------------
