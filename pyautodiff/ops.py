@@ -21,6 +21,7 @@ The C ops with no row are in OTHER_OPS, each with the reason; a test walks
 the C enum so that every op is in one or the other.
 """
 import math
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -44,12 +45,10 @@ def _sigmoid(x):
 
 
 # The names a row's value expression may use besides x, y, c and Python's
-# builtins.  (The generated operators look each up as one global.)
-SCALAR_NAMES = {
-    "_pow": _pow, "_sigmoid": _sigmoid, "_tanh": math.tanh, "_exp": math.exp,
-    "_log": math.log, "_sin": math.sin, "_cos": math.cos, "_sqrt": math.sqrt,
-    "_log1p": math.log1p, "_expm1": math.expm1, "_atan": math.atan,
-}
+# builtins: these, and _NAME for any function NAME of the math module (a
+# row's "_log1p(x)" is math.log1p), found in the rows below.  (The
+# generated operators look each up as one global.)
+SCALAR_NAMES = {"_pow": _pow, "_sigmoid": _sigmoid}
 
 
 # -- NumPy's functions, where NumPy has no ufunc for the op ----------------------
@@ -151,6 +150,12 @@ ELEMENTWISE = (
 )
 
 ROWS = {op.name: op for op in ELEMENTWISE}
+
+SCALAR_NAMES.update(
+    (name, getattr(math, name[1:]))
+    for op in ELEMENTWISE
+    for name in re.findall(r"\b_[a-z0-9]+\b", op.value)
+    if name not in SCALAR_NAMES and hasattr(math, name[1:]))
 
 # The C ops with no row, and why.
 OTHER_OPS = {
