@@ -326,7 +326,8 @@ enum ad_replay_mode {
 /* Every index of the plan is an entry of the right kind and expected holds
  * what the guards need; *n: the numbers x holds.  AD_EINVAL otherwise.  */
 int ad_replay_check(ad_tape *t, const ad_replay_plan *p, int64_t *n);
-/* The replay at x (p checked first).  *flipped: the first guard that does
+/* The replay at x (p checked first; x NULL: the leaves hold the inputs
+ * already, written by the caller, which saves a copy of big arguments).  *flipped: the first guard that does
  * not hold (then nothing after the guards is computed), or -1.  check:
  * detect_anomaly's check in the reverse sweep.  Returns an enum ad_status. */
 int ad_replay(ad_tape *t, const ad_replay_plan *p, const double *x, int mode,

@@ -150,13 +150,14 @@ int ad_replay(ad_tape *t, const ad_replay_plan *p, const double *x, int mode,
     int status = ad_replay_check(t, p, &n);
     if (status != AD_OK)
         return status;
-    if (!flipped || (n && !x))
-        return ad_fail(t, AD_EINVAL, -1, "replay: no inputs or no result");
+    if (!flipped)
+        return ad_fail(t, AD_EINVAL, -1, "replay: no room for the guard's result");
     if (mode != AD_REPLAY_VALUES && (p->output < 0 || !f || (n && !g)))
         return ad_fail(t, AD_EINVAL, -1, "replay: a gradient needs an "
                        "objective entry and room for the value and gradient");
     *flipped = -1;
-    write_leaves(t, p, x);
+    if (x)          /* NULL: the caller has written the leaves itself */
+        write_leaves(t, p, x);
     if ((status = ad_forward(t, 0, ad_len(t), 0)) != AD_OK)
         return status;
     if ((*flipped = flipped_guard(t, p)) >= 0 || mode == AD_REPLAY_VALUES)

@@ -76,13 +76,9 @@ class Recorded:
         the general path: a constant or a result of another shape)."""
         tr = self.trace
         leaves = [node for k in range(self.nargs) for node in tr.leaves[k]]
-        # each leaf's place in x: (offset, size) by id
-        self._place, offset = {}, 0
-        for node in leaves:
-            size = 1 if isinstance(node, Value) else node._d.size
-            self._place[id(node)] = (offset, size)
-            offset += size
-        self._size = offset
+        # the numbers x (and the flat gradient g) hold
+        self._size = sum(1 if isinstance(node, Value) else node._d.size
+                         for node in leaves)
         guards = tr.tape.guards
         self._guard_what = [what for _, _, what in guards]
         expected = [np.reshape(np.asarray(e, np.float64), -1) for _, e, _ in guards]
@@ -110,7 +106,8 @@ class Recorded:
 
     def _inputs(self, args):
         """args as the flat vector x of the replay plan (checked against
-        the structures they were recorded with)."""
+        the structures they were recorded with), or None where they are
+        written into the leaves here (any but one plain argument)."""
         if len(args) != self.nargs:
             raise TypeError(f"the recording of {self.name} takes {self.nargs} "
                             f"argument{'' if self.nargs == 1 else 's'}, "
@@ -136,11 +133,16 @@ class Recorded:
                 raise ValueError(f"{self.name}: argument {k} has shape "
                                  f"{_shapes(st)}, recorded with {_shapes(want)}")
             parts += [getattr(v, "_d", v) for v in values]
-        if all(kind == "float" for k in range(self.nargs)
-               for kind in tr.structures[k].kinds):
-            return np.array(parts, np.float64)
-        return np.concatenate([np.ravel(np.asarray(v, np.float64)) for v in parts]) \
-            if parts else np.zeros(0)
+        # straight into the leaves (ad_replay then takes no x): a copy of
+        # big arguments fewer than through x
+        c = tr.tape._c
+        leaves = [node for k in range(self.nargs) for node in tr.leaves[k]]
+        for node, v in zip(leaves, parts):
+            if isinstance(node, Value):
+                c.imm[node._i] = v
+            else:
+                node._d[...] = v
+        return None
 
     def _replay(self, args, grad=False):
         """The one C replay (csrc/replay.c) at args: the leaves written,
@@ -154,7 +156,7 @@ class Recorded:
         if grad:
             tape.sweep_mode = _core.SWEEP_LEAVES     # the extern rules read it
         _core.check(lib.ad_replay(
-            c, self.plan, ffi.from_buffer("double[]", x),
+            c, self.plan, ffi.NULL if x is None else ffi.from_buffer("double[]", x),
             lib.AD_REPLAY_GRAD if grad else lib.AD_REPLAY_VALUES,
             1 if state.anomaly else 0, self._f,
             ffi.NULL if g is None else ffi.from_buffer("double[]", g),
@@ -176,22 +178,19 @@ class Recorded:
 
     @_one_at_a_time
     def value_and_grad(self, *args):
-        if self._objective is None:      # trace.value_and_grad says why
-            self._replay(args)
-            return self.trace.value_and_grad()
-        g = self._replay(args, grad=True)
         tr = self.trace
-        if self._plain and isinstance(tr.argnum, int):     # the common case
-            st = tr.structures[0]
-            return self._f[0], float(g[0]) if st.kinds[0] == "float" \
-                else g.reshape(st.shapes[0])
-
-        def gradient(node):
-            offset, size = self._place[id(node)]
-            if isinstance(node, Value):
-                return float(g[offset])
-            return g[offset:offset + size].reshape(node._d.shape).copy()
-        return self._f[0], tr.read(gradient)
+        if self._objective is None or not self._plain or \
+                not isinstance(tr.argnum, int):
+            # the trace's sweep hands over the leaves' gradient blocks
+            # themselves, where the flat g of ad_replay would be zeroed and
+            # copied: for big parameters (an MLP's) a tenth of the step
+            # (without an objective, trace.value_and_grad says why)
+            self._replay(args)
+            return tr.value_and_grad()
+        g = self._replay(args, grad=True)
+        st = tr.structures[0]
+        return self._f[0], float(g[0]) if st.kinds[0] == "float" \
+            else g.reshape(st.shapes[0])
 
     def grad(self, *args):
         return self.value_and_grad(*args)[1]
