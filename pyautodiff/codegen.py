@@ -414,6 +414,29 @@ def array_operators():
     return _module(doc, _recorded_ops(), sources, tail)
 
 
+# -- the differentiable rules: each row's partial derivatives ------------------
+
+def _partial_name(name, k):
+    return f"{name}_d{'xy'[k]}"
+
+
+def derivative_rules():
+    rows = [(op.name, op.rule) for op in ops.ELEMENTWISE]
+    rows += list(ops.OTHER_PARTIALS.items())
+    sources = [f"def {_partial_name(name, k)}(x, y, v, c):\n    return {expr}\n"
+               for name, rule in rows for k, expr in enumerate(rule)]
+    tail = ("# op: its partials, d/dx (and d/dy)\nPARTIALS = {\n"
+            + "".join(f"    {name!r}: ("
+                      + "".join(f"{_partial_name(name, k)}, " for k in range(len(rule)))
+                      + "),\n" for name, rule in rows) + "}\n")
+    doc = ("The partial derivatives of the elementwise ops (the rule column of the\n"
+           "op table, and ops.OTHER_PARTIALS) as functions of the operands x and\n"
+           "y, the op's value v and its constant c, on Values and Arrays: the\n"
+           "differentiable rules of nested derivatives.  They run in\n"
+           "derivatives.py's globals (see __init__.py here).\n")
+    return _module(doc, [], sources, tail)
+
+
 # -- the files --------------------------------------------------------------
 
 def generate():
@@ -429,6 +452,7 @@ def generate():
         "value_operators.py": value_operators(Value, value_doc),
         "micrograd_operators.py": value_operators(engine.Value, micrograd_doc),
         "array_operators.py": array_operators(),
+        "derivative_rules.py": derivative_rules(),
     }
 
 

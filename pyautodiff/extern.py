@@ -8,7 +8,7 @@ import numpy as np
 
 from . import _core, array as _array
 from ._core import ffi, lib
-from .tape import ADJ, DADJ, NO_GRAD, TAN, recording_tape
+from .tape import ADJ, DADJ, NO_GRAD, TAN, recording_tape, strict_rule
 from .value import Traced, Value, _detached as _detached_value
 
 OPS = _core.OPS
@@ -36,10 +36,10 @@ class ExternRule:
     the block itself) instead of making a new array to be copied in."""
 
     __slots__ = ("forward", "vjp", "name", "takes_needs", "jvp", "bilinear",
-                 "pure", "linear")
+                 "pure", "linear", "nested")
 
     def __init__(self, forward, vjp, name, takes_needs=False, jvp=None,
-                 bilinear=False, pure=False, linear=False):
+                 bilinear=False, pure=False, linear=False, nested=None):
         self.forward = forward
         self.vjp = vjp
         self.name = name
@@ -48,6 +48,14 @@ class ExternRule:
         self.bilinear = bilinear
         self.pure = pure
         self.linear = linear
+        # The differentiable rules (derivatives.py), for derivatives that
+        # nest: (vjp, jvp) on Values and Arrays, recording what they
+        # compute, vjp(g, out, *inputs, needs) and jvp(tangents, out,
+        # *inputs); a bilinear rule's jvp may be None (it is derived from
+        # vjp's own forward, see nested_tangent).  None: the op's rules
+        # work on plain numbers only, and a nested derivative through it
+        # raises.
+        self.nested = nested
 
     def cotangents(self, g, out, inputs, needs, into=None):
         if into is not None:        # a pure rule
@@ -69,6 +77,26 @@ class ExternRule:
                 "(custom_op(forward, vjp, jvp=...))")
         return self.jvp(tangents, out, *inputs)
 
+    def _nested_rules(self):
+        if self.nested is None:
+            raise NotImplementedError(
+                f"{self.name}: a derivative through this op inside another "
+                "derivative or a recording is not available: its rules work "
+                "on plain arrays only")
+        return self.nested
+
+    def nested_cotangents(self, g, out, inputs, needs):
+        """The cotangents as Values and Arrays of the tape being recorded
+        (derivatives.reverse), None for an input that needs none."""
+        return self._nested_rules()[0](g, out, *inputs, needs=needs)
+
+    def nested_tangent(self, tangents, out, inputs):
+        vjp, jvp = self._nested_rules()
+        if jvp is None:
+            raise NotImplementedError(f"{self.name}: forward-mode derivatives "
+                                      "need a jvp rule")
+        return jvp(tangents, out, *inputs)
+
     def cotangent_tangents(self, g, dg, out, inputs, tangents, needs):
         """The tangents of the cotangents: what the second-order sweep
         adds to the operands' adjoint tangents."""
@@ -77,8 +105,8 @@ class ExternRule:
         if not self.bilinear:
             raise NotImplementedError(
                 f"{self.name}: second derivatives through this op are not "
-                "available (a custom op or a nested derivative has first-"
-                "order rules only)")
+                "available in one sweep (its rules are of first order); "
+                "ad.jacobian(ad.grad(f)) differentiates its vjp instead")
         first = self.cotangents(dg, out, inputs, needs)
         zeros = [np.zeros(np.shape(x)) if t is None else t
                  for x, t in zip(inputs, tangents)]
@@ -303,8 +331,26 @@ def custom_op(forward, vjp, jvp=None):
             t = _real(jvp(ts, out, *args_at(ops)), name, what)
             return _shaped(t, np.shape(out), name, what, "the output")
 
+        def nested_back(g, out, *ops, needs):
+            with strict_rule(name):
+                cts = _cotangents(vjp(g, out, *args_at(ops)), len(inputs), name)
+            return [_nested_result(cts[k], x, need, g, name, f"the cotangent "
+                                   f"vjp returned for input {k}")
+                    for k, x, need in zip(traced, ops, needs)]
+
+        def nested_tangent(tangents, out, *ops):
+            ts = [None] * len(inputs)
+            for k, tx in zip(traced, tangents):
+                ts[k] = tx
+            moving = next((tx for tx in tangents if tx is not None), None)
+            with strict_rule(name):
+                t = jvp(ts, out, *args_at(ops))
+            return _nested_result(t, out, True, moving, name, "jvp's tangent")
+
         return record_extern(ExternRule(fwd, back, name, takes_needs=True,
-                                        jvp=tangent if jvp else None),
+                                        jvp=tangent if jvp else None,
+                                        nested=(nested_back,
+                                                nested_tangent if jvp else None)),
                              [inputs[k] for k in traced], value)
 
     op.__name__ = name
@@ -363,6 +409,33 @@ def _cotangent(ct, k, x, need, name):
         return None
     what = f"the cotangent vjp returned for input {k}"
     return _shaped(_real(ct, name, what), np.shape(x), name, what, "the input")
+
+
+def _nested_result(r, like, need, seed, name, what):
+    """A user's rule applied to Values and Arrays (a nested derivative):
+    its result must have been computed from them.  A plain nonzero number
+    computed from a traced seed means the rule took plain numbers out of
+    what it was given, and the enclosing derivative would silently miss
+    its dependence on them."""
+    if r is None:
+        if need:
+            raise TypeError(f"{name}: {what} is None, but a derivative is needed")
+        return None
+    if isinstance(r, (Value, _array.Array)):
+        if np.shape(r._d) != np.shape(like._d if isinstance(like, (Value, _array.Array))
+                                      else like):
+            raise ValueError(f"{name}: {what} has shape {np.shape(r._d)}, but "
+                             f"it must have shape {np.shape(like._d)}")
+        return r
+    arr = _real(r, name, what)
+    if isinstance(seed, (Value, _array.Array)) and arr.any():
+        raise NotImplementedError(
+            f"{name}: inside another derivative, {what} is a plain number "
+            "or array computed from traced ones; write the rule with NumPy "
+            "functions (or pyautodiff's) applied to the values it is given, "
+            "so that it can be differentiated in turn")
+    return _shaped(arr, np.shape(like._d), name, what, "the input") \
+        if arr.shape != np.shape(like._d) else arr
 
 
 def _wrap_plain(value, inputs):

@@ -24,25 +24,55 @@ def product(x, y, into=None):
     return np.matmul(x, y)
 
 
-def matmul_vjp(g, out, a, b, needs=(True, True), into=(None, None)):
+def matmul_vjp(g, out, a, b, needs=(True, True), into=(None, None),
+               product=product):
     """The cotangents of a @ b for those of a and b that need one; each may
-    be written into an adjoint block of into."""
+    be written into an adjoint block of into.  With product=matmul, on
+    Values and Arrays: the rule nested derivatives record."""
+    if np.ndim(g) == 0 and not isinstance(g, Array):
+        g = np.asarray(g, dtype=np.float64)
     if a.ndim == 2 and b.ndim == 2:     # matrices: no promotion, no sums
         return (product(g, b.T, into[0]) if needs[0] else None,
                 product(a.T, g, into[1]) if needs[1] else None)
     a2 = a[np.newaxis, :] if a.ndim == 1 else a
     b2 = b[:, np.newaxis] if b.ndim == 1 else b
     # g in the shape of the product of the 2-D (or batched) promotions
-    g2 = np.reshape(g, np.broadcast_shapes(a2.shape[:-2], b2.shape[:-2])
-                    + (a2.shape[-2], b2.shape[-1]))
+    g2 = g.reshape(np.broadcast_shapes(a2.shape[:-2], b2.shape[:-2])
+                   + (a2.shape[-2], b2.shape[-1]))
     ga = gb = None
     if needs[0]:
-        ga = unbroadcast(product(g2, np.swapaxes(b2, -1, -2), into[0]),
+        ga = unbroadcast(product(g2, b2.swapaxes(-1, -2), into[0]),
                          a2.shape).reshape(a.shape)
     if needs[1]:
-        gb = unbroadcast(product(np.swapaxes(a2, -1, -2), g2, into[1]),
+        gb = unbroadcast(product(a2.swapaxes(-1, -2), g2, into[1]),
                          b2.shape).reshape(b.shape)
     return ga, gb
+
+
+def _traced_product(x, y, into=None):
+    return matmul(x, y)
+
+
+def _nested_vjp(g, out, a, b, needs):
+    return matmul_vjp(_as_array(g), out, _as_array(a), _as_array(b), needs,
+                      product=_traced_product)
+
+
+def _nested_jvp(tangents, out, a, b):
+    ta, tb = tangents
+    parts = ([matmul(ta, b)] if ta is not None else []) + \
+        ([matmul(a, tb)] if tb is not None else [])
+    return sum(parts[1:], parts[0])
+
+
+def _as_array(x):
+    """A matrix product's operand or cotangent as an Array (a scalar's
+    Value as a 0-d one), so that its methods are NumPy's."""
+    if isinstance(x, Array):
+        return x
+    if isinstance(x, Value):
+        return x + _constant(np.zeros(()))
+    return _constant(np.asarray(x, dtype=np.float64))
 
 
 _MATMUL = None
@@ -53,7 +83,8 @@ def matmul_rule():
     global _MATMUL
     if _MATMUL is None:
         _MATMUL = ExternRule(np.matmul, matmul_vjp, "matmul", takes_needs=True,
-                             bilinear=True, pure=True)
+                             bilinear=True, pure=True,
+                             nested=(_nested_vjp, _nested_jvp))
     return _MATMUL
 
 

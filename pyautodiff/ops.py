@@ -82,6 +82,13 @@ class Op:
     # op fused with a number), and SCALAR_NAMES; the C forward sweep
     # computes the same
     value: str
+    # its partial derivatives, d/dx (and d/dy), as expressions in x, y, c
+    # and v (the op's value): the differentiable rule that derivatives.py
+    # applies to Values and Arrays when derivatives nest, as csrc/rules.h's
+    # DA and DB are the C sweeps'.  They may name derivatives.RULE_NAMES:
+    # a decision on values is a mask (a comparison entry), never an if on
+    # the traced numbers, so that it holds at a replay's inputs too
+    rule: tuple
     # NumPy's function of the same operands, in the same order (x, y),
     # (x, c) or (x): the no-grad path and NumPy's warnings
     numpy: object
@@ -99,54 +106,60 @@ class Op:
     # the public ad.NAME(x), if any: a recorded Value or Array for one,
     # NumPy's function of a plain number or ndarray
     function: str = None
-    # Reserved for the op's differentiable rule (derivatives of any order,
-    # a later step); None: the C core's rules (csrc/rules.h) are the only
-    # ones.
-    rule: object = None
 
 
 # The binary operators, the ops fused with a number that they record, the
 # unary methods (the order of the generated operators).
 ELEMENTWISE = (
-    Op("ADD", "x + y", np.add, "+", "__add__", "__radd__",
+    Op("ADD", "x + y", ("1", "1"), np.add, "+", "__add__", "__radd__",
        ("ADDC", "other"), ("ADDC", "other")),
-    Op("SUB", "x - y", np.subtract, "-", "__sub__", "__rsub__",
+    Op("SUB", "x - y", ("1", "-1"), np.subtract, "-", "__sub__", "__rsub__",
        ("ADDC", "-other"),              # x - c is x + (-c) exactly
        ("RSUBC", "other")),
-    Op("MUL", "x * y", np.multiply, "*", "__mul__", "__rmul__",
+    Op("MUL", "x * y", ("y", "x"), np.multiply, "*", "__mul__", "__rmul__",
        ("MULC", "other"), ("MULC", "other")),
-    Op("DIV", "x / y", np.divide, "/", "__truediv__", "__rtruediv__",
+    Op("DIV", "x / y", ("1 / y", "-v / y"), np.divide, "/", "__truediv__",
+       "__rtruediv__",
        ("DIVC", "other"), ("RDIVC", "other")),
-    Op("POW", "_pow(x, y)", np.power, "**", "__pow__", "__rpow__",
+    Op("POW", "_pow(x, y)",
+       ("select(y * x ** (y - 1), mask('NE', y, 0.0))",
+        "select(v * log(x), mask('NE', v, 0.0))"),
+       np.power, "**", "__pow__", "__rpow__",
        ("POWC", "other"), ("RPOWC", "other")),
 
-    Op("ADDC", "x + c", np.add, "+"),
-    Op("MULC", "x * c", np.multiply, "*"),
-    Op("DIVC", "x / c", np.divide, "/"),
-    Op("RSUBC", "c - x", _swapped(np.subtract), "-"),
-    Op("RDIVC", "c / x", _swapped(np.divide), "/"),
-    Op("POWC", "_pow(x, c)", np.power, "**"),   # _op: '**2', the exponent
-    Op("RPOWC", "_pow(c, x)", _swapped(np.power), "**"),
+    Op("ADDC", "x + c", ("1",), np.add, "+"),
+    Op("MULC", "x * c", ("c",), np.multiply, "*"),
+    Op("DIVC", "x / c", ("1 / c",), np.divide, "/"),
+    Op("RSUBC", "c - x", ("-1",), _swapped(np.subtract), "-"),
+    Op("RDIVC", "c / x", ("-v / x",), _swapped(np.divide), "/"),
+    Op("POWC", "_pow(x, c)",
+       ("0 if c == 0 else 2 * x if c == 2 else c * x ** (c - 1)",),
+       np.power, "**"),   # _op: '**2', the exponent
+    Op("RPOWC", "_pow(c, x)", ("v * log(c) if c > 0 else 0",),
+       _swapped(np.power), "**"),
 
-    Op("NEG", "-x", np.negative, "neg", "__neg__"),
-    Op("ABS", "abs(x)", np.absolute, "abs", "__abs__", function="abs"),
-    Op("RELU", "0.0 if x < 0 else x", _numpy_relu, "ReLU", "relu",
+    Op("NEG", "-x", ("-1",), np.negative, "neg", "__neg__"),
+    Op("ABS", "abs(x)", ("sign(x)",), np.absolute, "abs", "__abs__", function="abs"),
+    Op("RELU", "0.0 if x < 0 else x", ("positive(v)",), _numpy_relu, "ReLU", "relu",
        function="relu"),
-    Op("TANH", "_tanh(x)", np.tanh, "tanh", "tanh", function="tanh"),
-    Op("EXP", "_exp(x)", np.exp, "exp", "exp", function="exp"),
-    Op("LOG", "_log(x)", np.log, "log", "log", function="log"),
-    Op("SIGMOID", "_sigmoid(x)", _numpy_sigmoid, "sigmoid", "sigmoid",
+    Op("TANH", "_tanh(x)", ("1 - v * v",), np.tanh, "tanh", "tanh", function="tanh"),
+    Op("EXP", "_exp(x)", ("v",), np.exp, "exp", "exp", function="exp"),
+    Op("LOG", "_log(x)", ("1 / x",), np.log, "log", "log", function="log"),
+    Op("SIGMOID", "_sigmoid(x)", ("v * (1 - v)",), _numpy_sigmoid, "sigmoid", "sigmoid",
        function="sigmoid"),
-    Op("SIN", "_sin(x)", np.sin, "sin", "sin", function="sin"),
-    Op("COS", "_cos(x)", np.cos, "cos", "cos", function="cos"),
-    Op("SQRT", "_sqrt(x)", np.sqrt, "sqrt", "sqrt", function="sqrt"),
+    Op("SIN", "_sin(x)", ("cos(x)",), np.sin, "sin", "sin", function="sin"),
+    Op("COS", "_cos(x)", ("-sin(x)",), np.cos, "cos", "cos", function="cos"),
+    Op("SQRT", "_sqrt(x)", ("0.5 / v",), np.sqrt, "sqrt", "sqrt", function="sqrt"),
 
     # an Array's a ** 2 (POWC with c == 2): NumPy computes it as a * a
-    Op("SQUARE", "x * x", np.square),
+    Op("SQUARE", "x * x", ("2 * x",), np.square),
 
-    Op("LOG1P", "_log1p(x)", np.log1p, "log1p", "log1p", function="log1p"),
-    Op("EXPM1", "_expm1(x)", np.expm1, "expm1", "expm1", function="expm1"),
-    Op("ARCTAN", "_atan(x)", np.arctan, "arctan", "arctan", function="arctan"),
+    Op("LOG1P", "_log1p(x)", ("1 / (1 + x)",), np.log1p, "log1p", "log1p",
+       function="log1p"),
+    Op("EXPM1", "_expm1(x)", ("exp(x)",), np.expm1, "expm1", "expm1",
+       function="expm1"),
+    Op("ARCTAN", "_atan(x)", ("1 / (1 + x * x)",), np.arctan, "arctan",
+       "arctan", function="arctan"),
 )
 
 ROWS = {op.name: op for op in ELEMENTWISE}
@@ -176,6 +189,18 @@ OTHER_OPS = {
     "SCATTER": "concatenation",
     # an op whose rules are Python functions (ad.custom_op, matmul)
     "EXTERN": "a Python rule: extern.py",
+}
+
+
+# The partial derivatives of the elementwise C ops without a row (as a
+# row's rule column): a NaN operand wins, as in NumPy, and ties split the
+# derivative in halves; the mask of a selection has none.
+OTHER_PARTIALS = {
+    "MAXIMUM": ("mask('LT', y, x) + 0.5 * mask('EQ', x, y)",
+                "mask('LT', x, y) + 0.5 * mask('EQ', x, y)"),
+    "MINIMUM": ("mask('LT', x, y) + 0.5 * mask('EQ', x, y)",
+                "mask('LT', y, x) + 0.5 * mask('EQ', x, y)"),
+    "SELECT": ("mask('NE', y, 0.0)", "0"),
 }
 
 

@@ -94,6 +94,9 @@ class _ThreadState(threading.local):
         self.stack = []          # explicit tapes entered, innermost last
         self.no_grad = 0
         self.anomaly = 0
+        # a user's derivative rule applied by a nested derivative (its
+        # name), where a traced value made a plain number is an error
+        self.strict_rule = None
 
     def refresh(self):
         if self.default is None:
@@ -162,6 +165,17 @@ def differentiated(x):
     return t in DIFFERENTIATING and not t.closed
 
 
+@contextlib.contextmanager
+def strict_rule(name):
+    """While a user's rule (named name) runs on traced values: a traced
+    value taken out as a plain number raises (warn_detached)."""
+    saved, state.strict_rule = state.strict_rule, name
+    try:
+        yield
+    finally:
+        state.strict_rule = saved
+
+
 class DetachWarning(RuntimeWarning):
     """A value that a derivative is tracing became a plain float (float(x),
     math.sin(x), np.float64(x), np.asarray(x, dtype=float), writing it into
@@ -172,6 +186,13 @@ def warn_detached(x, what, stacklevel):
     """Warn where x, traced by a derivative, leaves it as a plain number: a
     derivative through that number would otherwise be a silent zero."""
     if differentiated(x):
+        if state.strict_rule is not None:
+            raise NotImplementedError(
+                f"{state.strict_rule}: inside another derivative, its rule "
+                f"took {what} of a traced value: a plain number, whose "
+                "dependence the enclosing derivative would miss. Write the "
+                "rule with NumPy functions (or pyautodiff's) applied to the "
+                "values it is given, so that it can be differentiated in turn")
         warnings.warn(
             f"{what} of a value that a derivative is tracing is a plain "
             "number: no derivative flows through it, so a result computed "

@@ -59,6 +59,21 @@ def argnums_of(argnum):
     return (argnum,) if isinstance(argnum, int) else tuple(argnum)
 
 
+def positions(f, args, argnum, name, inputs=None):
+    """(argnum, the differentiated argument positions, the positions that
+    get leaves: inputs, by default those) after checking them against
+    f's arguments."""
+    argnum = checked(f, argnum, name)
+    nargs = len(args)
+    for k in argnums_of(argnum):
+        if not -nargs <= k < nargs:
+            raise TypeError(f"{name}: argnum {k}, but the function got "
+                            f"{nargs} positional argument"
+                            f"{'' if nargs == 1 else 's'}")
+    argnums = [k % nargs for k in argnums_of(argnum)]
+    return argnum, argnums, sorted(set(argnums if inputs is None else inputs))
+
+
 def pick(argnum, results):
     """One result per argnum: the result itself for an int argnum."""
     return results[0] if isinstance(argnum, int) else tuple(results)
@@ -74,17 +89,9 @@ class Trace:
     tape = None                  # until made (an argnum may be refused first)
 
     def __init__(self, f, args, kwargs, argnum, name, inputs=None, guards=False):
-        argnum = checked(f, argnum, name)
-        nargs = len(args)
-        for k in argnums_of(argnum):
-            if not -nargs <= k < nargs:
-                raise TypeError(f"{name}: argnum {k}, but the function got "
-                                f"{nargs} positional argument"
-                                f"{'' if nargs == 1 else 's'}")
         self.name = name
-        self.argnum = argnum
-        self.argnums = [k % nargs for k in argnums_of(argnum)]
-        self.inputs = sorted(set(self.argnums if inputs is None else inputs))
+        self.argnum, self.argnums, self.inputs = positions(f, args, argnum, name,
+                                                           inputs)
         self.tape = Tape()
         DIFFERENTIATING.add(self.tape)
         self.structures = {}     # argument position -> Structure

@@ -67,11 +67,16 @@ def test_tanh_and_its_elementwise_derivatives():
     onp.testing.assert_allclose(ours[3], -2 * t * (1 - t ** 2), rtol=1e-9, atol=1e-14)
 
 
-def test_third_elementwise_derivative_is_refused():
-    tanh = make_tanh(pnp)
-    d3 = pag.elementwise_grad(pag.elementwise_grad(pag.elementwise_grad(tanh)))
-    with pytest.raises(NotImplementedError):
-        d3(onp.linspace(-1.0, 1.0, 5))
+def test_third_elementwise_derivative_is_autograds():
+    d3 = pag.elementwise_grad(pag.elementwise_grad(pag.elementwise_grad(
+        make_tanh(pnp))))
+    theirs = autograd.elementwise_grad(autograd.elementwise_grad(
+        autograd.elementwise_grad(make_tanh(anp))))
+    x = onp.linspace(-1.0, 1.0, 5)
+    onp.testing.assert_allclose(d3(x), theirs(x), rtol=1e-12)
+    t = onp.tanh(x)          # by hand: the third derivative of tanh
+    onp.testing.assert_allclose(d3(x), -2 * (1 - t ** 2) * (1 - 3 * t ** 2),
+                                rtol=1e-12)
 
 
 def logistic_program(lib, np, steps=60):

@@ -12,7 +12,7 @@ make_vjp or make_jvp inside a derivative) raises NotImplementedError.
 import numpy as _np
 
 from ..array import Array
-from ..functional import (first_order_trace, grad, hessian, hvp, jacobian,
+from ..functional import (trace_of, grad, hessian, hvp, jacobian,
                           value_and_grad)
 from ..trace import checked
 from ..value import Value
@@ -46,7 +46,7 @@ def make_vjp(fun, argnum=0):
     argnum = checked(fun, argnum, "make_vjp")
 
     def vjp_maker(*args, **kwargs):
-        tr = first_order_trace(fun, args, kwargs, argnum, "make_vjp")
+        tr = trace_of(fun, args, kwargs, argnum, "make_vjp")
         return tr.vjp, tr.output_value()
     return vjp_maker
 
@@ -56,7 +56,7 @@ def make_jvp(fun, argnum=0):
     argnum = checked(fun, argnum, "make_jvp")
 
     def jvp_maker(*args, **kwargs):
-        return first_order_trace(fun, args, kwargs, argnum, "make_jvp").jvp
+        return trace_of(fun, args, kwargs, argnum, "make_jvp").jvp
     return jvp_maker
 
 
@@ -65,7 +65,7 @@ def make_hvp(fun, argnum=0):
     argnum = checked(fun, argnum, "make_hvp")
 
     def hvp_maker(*args, **kwargs):
-        tr = first_order_trace(fun, args, kwargs, argnum, "make_hvp")
+        tr = trace_of(fun, args, kwargs, argnum, "make_hvp")
         return tr.hvp, tr.scalar_output()[1]
     return hvp_maker
 

@@ -1,0 +1,462 @@
+"""Derivatives that are themselves differentiable: every op's rules written
+with pyautodiff's own operations, and the two sweeps that apply them.
+
+The C sweeps (csrc/) compute derivatives as plain numbers, which is what
+a derivative of first order -- or the forward-over-reverse second order --
+needs.  A derivative taken inside another one (``ad.grad(ad.grad(f))``,
+``make_vjp`` inside ``make_jvp``, ``ad.record(ad.grad(f))``) must instead
+be recorded, so that the enclosing derivative can differentiate it in
+turn.  ``reverse`` and ``tangent`` below walk a stretch of the tape being
+recorded, entry by entry, and apply each entry's rule to Values and Arrays
+of that same tape: the adjoints and tangents they compute are new entries,
+which any later sweep -- C or this one again -- differentiates like any
+other.  That gives every order.
+
+An elementwise op's rule is its row's partial derivatives (``rule`` in
+ops.py, expressions in x, y, v and c as the row's value is); the other
+ops' rules are the functions in RULES below, one per op.  Decisions a
+rule makes on values (the sign in abs's derivative, which elements of a
+max are the largest) are comparison entries, never Python branches on the
+traced numbers, so that a replay of a recorded derivative recomputes them
+and the derivatives of those decisions are exactly zero.
+"""
+import math
+
+import numpy as np
+
+from . import _core
+from ._generated import derivative_rules, link
+from .array import Array, _binary_op, _constant, _mapped, _new, _operand
+from .broadcasting import unbroadcast
+from .ops import ELEMENTWISE
+from .tape import recording_tape
+from .value import Traced, Value
+
+OPS = _core.OPS
+NAMES = {code: name for name, code in OPS.items()}
+
+
+# -- the operations rules are written with ------------------------------------
+
+def _is_node(z):
+    return isinstance(z, (Value, Array))
+
+
+def _shape(z):
+    return z._d.shape if isinstance(z, Array) else np.shape(z)
+
+
+def _scalar_constant(t, d):
+    return t.record(Traced, OPS["LEAF"], -1, -1, d, d)
+
+
+def mask(op, x, y):
+    """The comparison op (LT, LE, EQ, NE) of x and y as 1.0/0.0 entries: a
+    constant to every derivative, recomputed by a replay (no guard)."""
+    if not (isinstance(x, Array) or isinstance(y, Array)):
+        t = recording_tape()
+        xv = x._d if isinstance(x, Value) else float(x)
+        yv = y._d if isinstance(y, Value) else float(y)
+        xs = t.adopt(x) if isinstance(x, Value) else _scalar_constant(t, xv)
+        ys = t.adopt(y) if isinstance(y, Value) else _scalar_constant(t, yv)
+        holds = {"LT": xv < yv, "LE": xv <= yv, "EQ": xv == yv, "NE": xv != yv}[op]
+        return t.record(Traced, OPS[op], xs._i, ys._i, 0.0, 1.0 if holds else 0.0)
+    return _binary_op(op, x, y)
+
+
+def select(z, m):
+    """z where the mask m is 1, else 0 (a 0 even where z is inf or NaN)."""
+    if isinstance(z, Array) or isinstance(m, Array):
+        return _binary_op("SELECT", z, m)
+    if not _is_node(z):
+        z = _scalar_constant(recording_tape(), float(z))
+    t = recording_tape()
+    return t.record(Traced, OPS["SELECT"], t.adopt(z)._i, t.adopt(m)._i, 0.0,
+                    z._d if m._d != 0.0 else 0.0)
+
+
+def _unary(name, fn):
+    def apply(z):
+        return getattr(z, name)() if _is_node(z) else fn(z)
+    apply.__name__ = name
+    return apply
+
+
+# What a rule may name besides x, y, v, c and Python's operators (the
+# generated partials run in this module's globals)
+cos = _unary("cos", math.cos)
+sin = _unary("sin", math.sin)
+exp = _unary("exp", math.exp)
+log = _unary("log", math.log)
+
+
+def sign(z):
+    """1.0 where z > 0, -1.0 where z < 0, else 0.0."""
+    return mask("LT", 0.0, z) - mask("LT", z, 0.0)
+
+
+def positive(z):
+    return mask("LT", 0.0, z)
+
+
+# code: (d/dx, d/dy) of each elementwise op (d/dy only for binary ops)
+PARTIALS = {OPS[name]: tuple(link(fn, globals()) for fn in fns)
+            for name, fns in derivative_rules.PARTIALS.items()}
+
+
+def times(g, d):
+    """g * d, skipping the multiplications by 1 and -1 that rules name."""
+    if not _is_node(d):
+        if d == 1:
+            return g
+        if d == -1:
+            return -g
+        if d == 0 and not _is_node(g):
+            return 0.0
+    return g * d
+
+
+def add(a, b):
+    """a + b where either may be None (nothing yet)."""
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return a + b
+
+
+def sum_to(z, shape):
+    """z summed down to shape, as NumPy broadcast it up."""
+    if _shape(z) == tuple(shape):
+        return z
+    if isinstance(z, Array):
+        return unbroadcast(z, tuple(shape)).reshape(shape)
+    return z      # a number: the same for every element
+
+
+def broadcast_to(z, shape):
+    """z repeated over shape (NumPy's broadcasting, as a strided gather)."""
+    shape = tuple(shape)
+    if _shape(z) == shape:
+        return z
+    if not _is_node(z):
+        return _constant(np.broadcast_to(np.asarray(z, dtype=np.float64), shape).copy())
+    zs = _shape(z)
+    if isinstance(z, Value):
+        z = z + _constant(np.zeros(()))        # as a 0-d Array
+    t = recording_tape()
+    strides, inner = [], 1
+    for n in reversed(zs):
+        strides.append(0 if n == 1 else inner)
+        inner *= n
+    strides = [0] * (len(shape) - len(zs)) + strides[::-1]
+    from .array import _append       # (the strided form of a gather)
+    from . import buffers
+    return _append(t, object.__new__(Array), OPS["GATHER"], _operand(z, t)[0], -1,
+                   0.0, buffers.empty(shape), strided=(0, tuple(strides)))
+
+
+def reduce_like(op, z, out_shape, c):
+    """The reduction op of z (SUM, MAX, MIN, LSE) to out_shape: 1 for each
+    dimension reduced, or () for all of them, as the C core records it."""
+    t = recording_tape()
+    if isinstance(z, Value):
+        return z / c if op == "SUM" and c != 1.0 else z
+    return _new(t, OPS[op], _operand(z, t)[0], -1, c, tuple(out_shape))
+
+
+# -- an entry as a rule sees it -------------------------------------------------
+
+class Entry:
+    """One entry of the stretch being differentiated: its node, op code,
+    operand nodes, constant and (for a gather or scatter) its flat index
+    map, read before any rule records anything (recording may compact the
+    tape and renumber it)."""
+
+    __slots__ = ("node", "op", "operands", "c", "index_map", "rule", "position",
+                 "needs")
+
+    def shape(self):
+        return _shape(self.node)
+
+
+def _index_map(c, i, x):
+    """A gather's or scatter's flat index map (a strided gather's too)."""
+    bk = c.blk[c.aux[i]]
+    if bk.map != _core.ffi.NULL:
+        return np.frombuffer(_core.ffi.buffer(bk.map, 8 * bk.nmap), np.int64).copy()
+    shape = bk.shape[0:bk.ndim]
+    idx = np.full(tuple(shape), bk.offset, np.int64)
+    for d in range(bk.ndim):
+        idx += (np.arange(shape[d], dtype=np.int64) * bk.stride[d]).reshape(
+            (-1,) + (1,) * (bk.ndim - 1 - d))
+    return idx.reshape(-1)
+
+
+def stretch(t, lo, hi):
+    """Entries lo..hi of tape t (flushed) as Entry objects."""
+    t.flush()
+    c, nodes = t._c, t.nodes
+    out = []
+    for i in range(lo, hi + 1):
+        e = Entry()
+        e.node = nodes[i]
+        e.op = c.op[i]
+        e.operands = [nodes[j] for j in (c.a[i], c.b[i]) if j >= 0]
+        e.c = c.imm[i]
+        e.index_map = None
+        e.rule = None
+        if e.op in (OPS["GATHER"], OPS["SCATTER"]):
+            e.index_map = _index_map(c, i, e.operands[0])
+        elif e.op == OPS["EXTERN"]:
+            e.rule = t.externs[i]
+        e.position = [j - lo if j >= lo else -1 for j in (c.a[i], c.b[i]) if j >= 0]
+        out.append(e)
+    return out
+
+
+# -- the rules of the ops with no elementwise row ----------------------------------
+# reverse(e, g) -> one cotangent per operand (None where there is none);
+# tangent(e, ts) -> the entry's tangent from its operands' (None: still).
+
+def _elementwise_reverse(e, g):
+    x = e.operands[0]
+    y = e.operands[1] if len(e.operands) > 1 else None
+    parts = PARTIALS[e.op]
+    out = []
+    for k, operand in enumerate(e.operands):
+        if e.position[k] < 0 or not e.needs[k]:
+            out.append(None)
+            continue
+        d = parts[k](x, y, e.node, e.c)
+        out.append(sum_to(times(g, d), _shape(operand)))
+    return out
+
+
+def _elementwise_tangent(e, ts):
+    x = e.operands[0]
+    y = e.operands[1] if len(e.operands) > 1 else None
+    parts = PARTIALS[e.op]
+    out = None
+    for k, tk in enumerate(ts):
+        if tk is not None:
+            out = add(out, times(tk, parts[k](x, y, e.node, e.c)))
+    return None if out is None else broadcast_to(out, e.shape())
+
+
+def _reduction_weights(e):
+    """d(entry)/d(operand) of a reduction, elementwise in the operand's
+    shape (None: 1/c everywhere, a sum)."""
+    # (the result has the operand's dimensions, the reduced ones as 1, or
+    # none: either way it broadcasts back over the operand)
+    x, v = e.operands[0], e.node
+    spread = broadcast_to(v, _shape(x))
+    if e.op == OPS["LSE"]:
+        return (x - spread).exp()
+    # MAX, MIN: the elements equal to the result share its derivative
+    ties = mask("EQ", x, spread)
+    return ties / broadcast_to(reduce_like("SUM", ties, e.shape(), 1.0), _shape(x))
+
+
+def _reduce_reverse(e, g):
+    x = e.operands[0]
+    if isinstance(x, Value):       # one element: the rule of that element
+        return [g / e.c if e.op == OPS["SUM"] and e.c != 1.0 else g]
+    spread = broadcast_to(g, _shape(x))
+    if e.op == OPS["SUM"]:
+        return [spread / e.c if e.c != 1.0 else spread]
+    return [spread * _reduction_weights(e)]
+
+
+def _reduce_tangent(e, ts):
+    (tx,) = ts
+    x = e.operands[0]
+    if isinstance(x, Value):
+        return tx / e.c if e.op == OPS["SUM"] and e.c != 1.0 else tx
+    if e.op == OPS["SUM"]:
+        return reduce_like("SUM", broadcast_to(tx, _shape(x)), e.shape(), e.c)
+    return reduce_like("SUM", broadcast_to(tx, _shape(x)) * _reduction_weights(e),
+                       e.shape(), 1.0)
+
+
+def _reshape_reverse(e, g):
+    return [g.reshape(_shape(e.operands[0])) if isinstance(g, Array)
+            else broadcast_to(g, _shape(e.operands[0]))]
+
+
+def _reshape_tangent(e, ts):
+    (tx,) = ts
+    return tx.reshape(e.shape()) if isinstance(tx, Array) else broadcast_to(tx, e.shape())
+
+
+def _moved(op, z, shape, index_map):
+    """A gather or scatter of z by index_map into shape."""
+    t = recording_tape()
+    if not isinstance(z, Array):
+        z = broadcast_to(z, (index_map.size,) if op == "GATHER" else ())
+    return _mapped(t, OPS[op], _operand(z, t)[0], tuple(shape), index_map)
+
+
+def _gather_reverse(e, g):
+    # v[k] = x[map[k]]: the adjoint goes back along the map, adding up
+    return [_moved("SCATTER", broadcast_to(g, e.shape()), _shape(e.operands[0]),
+                   e.index_map)]
+
+
+def _gather_tangent(e, ts):
+    return _moved("GATHER", broadcast_to(ts[0], _shape(e.operands[0])), e.shape(),
+                  e.index_map)
+
+
+def _scatter_reverse(e, g):
+    # v = 0; v[map[k]] += x[k]
+    return [_moved("GATHER", broadcast_to(g, e.shape()), _shape(e.operands[0]),
+                   e.index_map)]
+
+
+def _scatter_tangent(e, ts):
+    return _moved("SCATTER", broadcast_to(ts[0], _shape(e.operands[0])), e.shape(),
+                  e.index_map)
+
+
+def _extern_reverse(e, g):
+    return e.rule.nested_cotangents(g, e.node, e.operands, e.needs)
+
+
+def _extern_tangent(e, ts):
+    return e.rule.nested_tangent(ts, e.node, e.operands)
+
+
+def _no_derivative_reverse(e, g):
+    return [None] * len(e.operands)
+
+
+def _no_derivative_tangent(e, ts):
+    return None
+
+
+# op name: (reverse, tangent)
+_ELEMENTWISE_RULES = (_elementwise_reverse, _elementwise_tangent)
+RULES = {
+    "LEAF": (_no_derivative_reverse, _no_derivative_tangent),
+    "LT": (_no_derivative_reverse, _no_derivative_tangent),
+    "LE": (_no_derivative_reverse, _no_derivative_tangent),
+    "EQ": (_no_derivative_reverse, _no_derivative_tangent),
+    "NE": (_no_derivative_reverse, _no_derivative_tangent),
+    "MAXIMUM": _ELEMENTWISE_RULES, "MINIMUM": _ELEMENTWISE_RULES,
+    "SELECT": _ELEMENTWISE_RULES,
+    "SUM": (_reduce_reverse, _reduce_tangent),
+    "MAX": (_reduce_reverse, _reduce_tangent),
+    "MIN": (_reduce_reverse, _reduce_tangent),
+    "LSE": (_reduce_reverse, _reduce_tangent),
+    "RESHAPE": (_reshape_reverse, _reshape_tangent),
+    "GATHER": (_gather_reverse, _gather_tangent),
+    "SCATTER": (_scatter_reverse, _scatter_tangent),
+    "EXTERN": (_extern_reverse, _extern_tangent),
+}
+RULES.update({op.name: _ELEMENTWISE_RULES for op in ELEMENTWISE})
+_BY_CODE = {OPS[name]: rules for name, rules in RULES.items()}
+
+
+# -- the sweeps ---------------------------------------------------------------------
+
+def _span(t, starts, ends):
+    t.flush()
+    lo = min(n._i for n in starts)
+    hi = max(n._i for n in ends)
+    return lo, hi
+
+
+def _depending(entries, lo, seeds):
+    """Which entries depend on the seeded positions; each entry's needs
+    (per operand: does it depend on them)."""
+    dep = [False] * len(entries)
+    for p in seeds:
+        dep[p] = True
+    for k, e in enumerate(entries):
+        e.needs = [p >= 0 and dep[p] for p in e.position]
+        if not dep[k] and any(e.needs):
+            dep[k] = True
+    return dep
+
+
+def reverse(outs, cotangents, wrt):
+    """The cotangents (nodes or numbers, one per output node) times the
+    Jacobian of outs with respect to the nodes wrt, recorded on the tape
+    being recorded: one cotangent per wrt node, None where none reaches it.
+    wrt must be entries with no operand inside the stretch (leaves, or
+    copies made for the derivative)."""
+    t = recording_tape()
+    live = [(o, g) for o, g in zip(outs, cotangents)
+            if _is_node(o) and o._t is t and g is not None]
+    if not live or not wrt:
+        return [None] * len(wrt)
+    lo, hi = _span(t, wrt, [o for o, _ in live])
+    if hi < lo:
+        return [None] * len(wrt)
+    entries = stretch(t, lo, hi)
+    wpos = [w._i - lo for w in wrt]
+    dep = _depending(entries, lo, wpos)
+    adj = {}
+    for o, g in live:
+        p = o._i - lo
+        if p >= 0 and dep[p]:
+            adj[p] = add(adj.get(p), _as_operand(g))
+    results = {}
+    wanted = set(wpos)
+    for p in range(len(entries) - 1, -1, -1):
+        g = adj.pop(p, None)
+        if g is None:
+            continue
+        if p in wanted:
+            results[p] = g
+            continue
+        e = entries[p]
+        if not any(e.needs):
+            continue
+        for k, ct in enumerate(_BY_CODE[e.op][0](e, g)):
+            q = e.position[k]
+            if ct is not None and q >= 0 and e.needs[k]:
+                adj[q] = add(adj.get(q), ct)
+    return [results.get(p) for p in wpos]
+
+
+def tangent(wrt, seeds, outs):
+    """The tangents of the output nodes outs when the nodes wrt move along
+    seeds (nodes or numbers), recorded on the tape being recorded; None
+    where an output does not move."""
+    t = recording_tape()
+    moving = [(w, s) for w, s in zip(wrt, seeds) if s is not None]
+    nodes = [o for o in outs if _is_node(o) and o._t is t]
+    if not moving or not nodes:
+        return [None] * len(outs)
+    lo, hi = _span(t, [w for w, _ in moving], nodes)
+    if hi < lo:
+        return [None] * len(outs)
+    entries = stretch(t, lo, hi)
+    tan = {}
+    for w, s in moving:
+        tan[w._i - lo] = add(tan.get(w._i - lo), _as_operand(s))
+    seeded = set(tan)
+    for p, e in enumerate(entries):
+        if p in seeded:
+            continue
+        ts = [tan.get(q) if q >= 0 else None for q in e.position]
+        if all(tk is None for tk in ts):
+            continue
+        e.needs = [tk is not None for tk in ts]
+        tk = _BY_CODE[e.op][1](e, ts)
+        if tk is not None:
+            tan[p] = tk
+    return [tan.get(o._i - lo) if _is_node(o) and o._t is t and o._i >= lo else None
+            for o in outs]
+
+
+def _as_operand(g):
+    """A seed as the rules take it: nodes and floats as they are, an
+    ndarray as a constant Array."""
+    if _is_node(g) or isinstance(g, float):
+        return g
+    if np.ndim(g) == 0:
+        return float(g)
+    return _constant(np.asarray(g, dtype=np.float64))

@@ -1,0 +1,230 @@
+"""A derivative taken while another derivative or a recording traces its
+function: ``ad.grad(ad.grad(f))``, ``make_vjp`` inside ``make_jvp``, a
+function that closes over the enclosing one's variables, ``ad.record(ad.grad
+(f), x0)``.
+
+Its function is traced on the tape already being recorded, not on one of
+its own, and its derivative is computed by derivatives.py's sweeps, which
+record it there too: the result is Values and Arrays of that tape, which
+the enclosing derivative differentiates again (in C, or here if it is
+itself nested), to any order.
+
+Each differentiated argument gets a fresh entry of its own -- a leaf for a
+plain number, a copy (x * 1) of an enclosing variable -- and the
+derivative is taken with respect to those entries only.  So the levels'
+perturbations never mix: in d/dx (x * d/dy (x + y)) the inner derivative
+sees x as a constant (x comes before its y), and its result 1 has no
+derivative in x.
+"""
+import numpy as np
+
+from . import derivatives
+from .array import Array, concatenate, stack
+from .pytree import flatten, unflatten
+from .tape import DIFFERENTIATING, state
+from .trace import Trace, _describe, pick, positions
+from .value import Traced, Value
+
+
+def nesting():
+    """Whether a derivative or recording is tracing its function here, so
+    that a derivative taken now must be recorded on its tape."""
+    t = state.rec
+    return t is not None and t in DIFFERENTIATING and not t.closed
+
+
+class NestedTrace(Trace):
+    """f traced on the tape of the derivative under way (see the module's
+    docstring); the derivatives of Trace, as Values and Arrays there."""
+
+    def __init__(self, f, args, kwargs, argnum, name, inputs=None):
+        self.name = name
+        self.argnum, self.argnums, self.inputs = positions(f, args, argnum, name,
+                                                           inputs)
+        self.tape = t = state.rec
+        self.structures, self.leaves, self.outer = {}, {}, []
+        call_args = list(args)
+        for k in self.inputs:
+            values, st = flatten(args[k], f"{name}: argument {k}")
+            nodes = [self._variable(t, kind, v) for kind, v in zip(st.kinds, values)]
+            self.structures[k] = st
+            self.leaves[k] = nodes
+            call_args[k] = unflatten(st, nodes)
+        self.out = f(*call_args, **kwargs)
+
+    @staticmethod
+    def _variable(t, kind, v):
+        """A fresh entry for one differentiated number or array."""
+        if isinstance(v, (Value, Array)):
+            if v._t is not t and v._t in DIFFERENTIATING and not v._t.closed:
+                raise NotImplementedError(
+                    "a derivative of a value traced by another derivative "
+                    "than the one under way (a vjp function kept from an "
+                    "earlier trace, say) is not supported")
+            return t.adopt(v) * 1.0
+        return Traced(float(v)) if kind == "float" else Array(v)
+
+    def release(self):
+        pass            # the tape is the enclosing derivative's
+
+    def __del__(self):
+        pass
+
+    # -- results ------------------------------------------------------------
+
+    def output_value(self):
+        return self.out
+
+    def _zeros_like(self, node):
+        return 0.0 if isinstance(node, Value) else np.zeros(node._d.shape)
+
+    def _in_structure(self, results):
+        """Per variable result (a node, or None for zero) in the
+        differentiated arguments' structure."""
+        results = iter(results)
+        return pick(self.argnum, [
+            unflatten(self.structures[k],
+                      [_or_zeros(next(results), node) for node in self.leaves[k]])
+            for k in self.argnums])
+
+    def _scalar_node(self):
+        leaves, st = self.outputs()
+        if st.node is not None or len(leaves) != 1 or np.size(_data(leaves[0])) != 1:
+            got = "a " + type(self.out).__name__ if st.node is not None \
+                else f"shape {np.shape(_data(leaves[0]))}"
+            raise TypeError(f"{self.name} needs a function with a scalar output "
+                            f"(for others use jacobian or vjp); this one returned {got}")
+        out = leaves[0]
+        if isinstance(out, Array) and out._d.shape != ():
+            out = out.reshape(())
+        return out
+
+    # -- derivatives --------------------------------------------------------
+
+    def value_and_grad(self):
+        out = self._scalar_node()
+        return out, self._in_structure(
+            derivatives.reverse([out], [1.0], self.variables()))
+
+    def vjp(self, cotangent):
+        leaves, st = self.outputs()
+        seeds, cst = flatten(cotangent, f"{self.name}: the cotangent")
+        if cst.node != st.node or cst.shapes != [np.shape(_data(x)) for x in leaves]:
+            raise ValueError(f"{self.name}: the cotangent has shapes "
+                             f"{cst.shapes}, the result {st.shapes}")
+        return self._in_structure(derivatives.reverse(leaves, seeds, self.variables()))
+
+    def _seeds(self, vector):
+        vectors = [vector] if isinstance(self.argnum, int) else list(vector)
+        if len(vectors) != len(self.argnums):
+            raise ValueError(f"{self.name}: {len(vectors)} vectors for "
+                             f"{len(self.argnums)} arguments")
+        seeds = []
+        for k, v in zip(self.argnums, vectors):
+            st = self.structures[k]
+            values, vst = flatten(v, f"{self.name}: the vector for argument {k}")
+            if vst.node != st.node or vst.shapes != st.shapes:
+                raise ValueError(f"{self.name}: the vector for argument {k} "
+                                 "must have the argument's structure and "
+                                 f"shapes ({_describe(st)}), not {_describe(vst)}")
+            seeds += values
+        return seeds
+
+    def jvp(self, vector):
+        leaves, st = self.outputs()
+        tangents = derivatives.tangent(self.variables(), self._seeds(vector), leaves)
+        return self.out, unflatten(st, [_or_zeros(tk, x) for tk, x in zip(tangents, leaves)])
+
+    def _gradient_nodes(self):
+        out = self._scalar_node()
+        return [_or_zeros(g, w) for g, w in
+                zip(derivatives.reverse([out], [1.0], self.variables()),
+                    self.variables())]
+
+    def hvp(self, vector):
+        grads = self._gradient_nodes()
+        return self._in_structure(
+            derivatives.tangent(self.variables(), self._seeds(vector), grads))
+
+    def _columns(self, outs):
+        """d(outs)/d(variables), one tangent sweep per variable element:
+        per element of the variables, the outputs' tangents flattened and
+        joined (a node of shape (M,), or None where nothing moves)."""
+        nodes, kinds, shapes = self._plain_variables(self.name)
+        columns = []
+        for k, (node, shape) in enumerate(zip(nodes, shapes)):
+            for j in range(int(np.prod(shape))):
+                seeds = [None] * len(nodes)
+                if shape == ():
+                    seeds[k] = 1.0
+                else:
+                    unit = np.zeros(int(np.prod(shape)))
+                    unit[j] = 1.0
+                    seeds[k] = unit.reshape(shape)
+                ts = derivatives.tangent(nodes, seeds, outs)
+                columns.append(_joined([_or_zeros(t, o) for t, o in zip(ts, outs)]))
+        return columns, kinds, shapes
+
+    def _matrix(self, outs, oshapes, okinds, st):
+        columns, kinds, shapes = self._columns(outs)
+        M = sum(int(np.prod(s)) for s in oshapes)
+        N = len(columns)
+        if N == 0 or M == 0:
+            return self._blocks(np.zeros((M, N)), list(zip(okinds, oshapes)),
+                                list(zip(kinds, shapes)), st)
+        matrix = stack(columns, axis=1) if any(isinstance(c, Array) for c in columns) \
+            else np.stack([np.asarray(c, dtype=np.float64) for c in columns], axis=1)
+        return self._blocks(matrix, list(zip(okinds, oshapes)),
+                            list(zip(kinds, shapes)), st)
+
+    def _blocks(self, matrix, rows, cols, st):
+        out, r0 = [], 0
+        for rkind, rshape in rows:
+            m = int(np.prod(rshape))
+            line, c0 = [], 0
+            for ckind, cshape in cols:
+                n = int(np.prod(cshape))
+                block = matrix[r0:r0 + m, c0:c0 + n].reshape(rshape + cshape)
+                line.append(block.reshape(()) if rkind == ckind == "float" and
+                            isinstance(block, Array) else
+                            float(block) if rkind == ckind == "float" else block)
+                c0 += n
+            out.append(pick(self.argnum, line))
+            r0 += m
+        return out
+
+    def jacobian(self):
+        leaves, st = self.outputs()
+        oshapes = [tuple(np.shape(_data(x))) for x in leaves]
+        per_leaf = self._matrix(list(leaves), oshapes, st.kinds, st)
+        return unflatten(st, per_leaf) if st.node is not None else per_leaf[0]
+
+    def hessian(self):
+        grads = self._gradient_nodes()
+        _, kinds, shapes = self._plain_variables("hessian")
+        per_leaf = self._matrix(grads, shapes, kinds, None)
+        return pick(self.argnum, per_leaf)
+
+
+def _data(x):
+    return x._d if isinstance(x, (Value, Array)) else x
+
+
+def _or_zeros(result, like):
+    """A derivative's result, or zeros of like's shape where it is None."""
+    if result is not None:
+        return result
+    shape = np.shape(_data(like))
+    return 0.0 if isinstance(like, Value) or (not isinstance(like, Array) and shape == ()) \
+        else np.zeros(shape)
+
+
+def _joined(parts):
+    """Nodes and numbers flattened and joined into one vector."""
+    flat = [p.reshape(-1) if isinstance(p, Array) else
+            (p + Array(np.zeros(1), _variable=False)) if isinstance(p, Value) else
+            np.reshape(np.asarray(p, dtype=np.float64), -1) for p in parts]
+    if not any(isinstance(p, Array) for p in flat):
+        return np.concatenate(flat)
+    return concatenate([p if isinstance(p, Array) else Array(p, _variable=False)
+                        for p in flat])
