@@ -1,0 +1,230 @@
+"""Derivatives of any order.
+
+Every op of the C enum has a differentiable rule (derivatives.RULES): a
+derivative taken inside another one applies it, recording its result on
+the enclosing tape.  The tests walk every op and check that the recorded
+path and the C sweeps agree -- first order (a recorded gradient program
+replayed), second order (reverse over the recorded reverse, and over the
+recorded tangent, against the C forward-over-reverse Hessian-vector
+product) -- and that the third order agrees with central differences of
+the C path's second order.  Then the classic nesting cases: perturbation
+confusion, closures, pytrees, custom ops, recorded gradients.
+"""
+import math
+
+import numpy as np
+import pytest
+
+import pyautodiff as ad
+from pyautodiff import _core, derivatives
+from pyautodiff.ops import ELEMENTWISE, OTHER_OPS, OTHER_PARTIALS
+from pyautodiff.testing.rules import RULES, into_domain
+
+RNG = np.random.default_rng(7)
+
+
+def _unary(name):
+    rule = RULES[name.lower()]
+
+    def f(x):
+        z = into_domain(rule, x * 0.7 + 0.1)
+        spelled = {"NEG": lambda z: -z, "ABS": abs, "SQUARE": lambda z: z ** 2,
+                   "RELU": ad.relu, "SIGMOID": ad.sigmoid}.get(name)
+        return spelled(z) if spelled else getattr(np, name.lower())(z)
+    return f
+
+
+def _with_constant(name):
+    forms = {"ADDC": lambda z: z + 1.3, "MULC": lambda z: z * -1.7,
+             "DIVC": lambda z: z / 2.3, "RSUBC": lambda z: 0.4 - z,
+             "RDIVC": lambda z: 1.5 / (z * z + 1.0),
+             "POWC": lambda z: (z * z + 0.5) ** 1.7,
+             "RPOWC": lambda z: 2.3 ** z}
+    return forms[name]
+
+
+BINARY = {"ADD": np.add, "SUB": np.subtract, "MUL": np.multiply,
+          "DIV": lambda a, b: a / (b * b + 0.5),
+          "POW": lambda a, b: (a * a + 0.5) ** np.sin(b),
+          "MAXIMUM": np.maximum, "MINIMUM": np.minimum}
+
+
+def program(name):
+    """A function of a (6,) array whose derivatives go through op name,
+    mixed with a few others so that no derivative vanishes."""
+    W = np.linspace(-0.8, 1.1, 6)
+    if name in BINARY:
+        op = BINARY[name]
+        return lambda x: np.sum(op(x, x[::-1] * W) * np.sin(x))
+    others = {
+        "SELECT": lambda x: np.sum(np.where(x > 0.1, x ** 3, np.sin(x)) * W),
+        "SUM": lambda x: np.sum(np.sin(x).reshape(2, 3).sum(axis=0) ** 2),
+        "MAX": lambda x: np.max(np.sin(x) * W) * np.sum(x ** 2),
+        "MIN": lambda x: np.min((x * W).reshape(2, 3), axis=1).sum() * np.sum(x ** 3),
+        "LSE": lambda x: ad.logsumexp(np.sin(x) * W * 3.0) ** 2,
+        "RESHAPE": lambda x: np.sum(np.tanh(x.reshape(3, 2)) * W.reshape(3, 2) ** 2),
+        "GATHER": lambda x: np.sum(x[[0, 2, 2, 5]] ** 3) + np.sum(x.reshape(2, 3).T ** 2 * x[0]),
+        "SCATTER": lambda x: np.sum(np.concatenate([np.sin(x[:3]), x[3:] ** 2]) ** 2 * W),
+        "EXTERN": lambda x: np.sum(np.sin(x.reshape(2, 3) @ np.cos(x).reshape(3, 2))),
+        "LEAF": lambda x: np.sum(x ** 3),
+    }
+    if name in others:
+        return others[name]
+    if name in ("ADDC", "MULC", "DIVC", "RSUBC", "RDIVC", "POWC", "RPOWC"):
+        form = _with_constant(name)
+        return lambda x: np.sum(form(np.sin(x)) * x * W)
+    f = _unary(name)
+    return lambda x: np.sum(f(x) * (x * W + 1.0))
+
+
+def _covered():
+    names = [op.name for op in ELEMENTWISE] + list(OTHER_PARTIALS)
+    names += ["SUM", "MAX", "MIN", "LSE", "RESHAPE", "GATHER", "SCATTER", "EXTERN", "LEAF"]
+    return names
+
+
+COMPARISONS = {"LT", "LE", "EQ", "NE"}     # masks: no derivative (SELECT's test)
+
+
+def test_every_op_has_a_differentiable_rule_and_a_test_here():
+    for name in _core.OPS:
+        assert name in derivatives.RULES, name
+        assert name in _covered() or name in COMPARISONS, name
+    assert set(OTHER_PARTIALS) <= set(OTHER_OPS)
+
+
+X = RNG.uniform(-1.0, 1.0, 6)
+V = RNG.normal(size=6)
+
+
+@pytest.mark.parametrize("name", _covered())
+def test_the_recorded_and_the_C_paths_agree(name):
+    f = program(name)
+    # first order: the gradient computed by the differentiable rules (a
+    # recorded gradient program), replayed at another point
+    F = ad.record(ad.grad(f), X)
+    x1 = X * 0.9 + 0.05
+    np.testing.assert_allclose(F(x1), ad.grad(f)(x1), rtol=1e-12, atol=1e-14)
+    # second order, three ways: reverse over the recorded reverse, reverse
+    # over the recorded tangent, and the C forward-over-reverse sweep
+    hv = ad.hvp(f)(X, V)
+    rr = ad.grad(lambda z: np.sum(ad.grad(f)(z) * V))(X)
+    rt = ad.grad(lambda z: ad.jvp(f)(z, V)[1])(X)
+    np.testing.assert_allclose(rr, hv, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(rt, hv, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(F.jacobian(X) @ V, hv, rtol=1e-10, atol=1e-12)
+    # third order: the gradient of <H(x) v, v>, nested twice, against
+    # central differences of the C path's H v
+    third = ad.grad(lambda z: np.sum(ad.hvp(f)(z, V) * V))(X)
+    h = 1e-4
+    central = np.array([
+        (np.dot(ad.hvp(f)(X + h * e, V), V) - np.dot(ad.hvp(f)(X - h * e, V), V)) / (2 * h)
+        for e in np.eye(6)])
+    np.testing.assert_allclose(third, central, rtol=2e-5, atol=2e-6)
+
+
+# -- nestings -------------------------------------------------------------------------
+
+def test_no_perturbation_confusion():
+    # d/dx (x * d/dy (x + y)) = d/dx (x * 1) = 1, not 2
+    assert ad.grad(lambda x: x * ad.grad(lambda y: x + y)(2.0))(3.0) == 1.0
+    # the inner variable taken at the outer one itself
+    assert ad.grad(lambda x: ad.grad(lambda y: x * y)(x))(3.0) == 1.0
+    x = np.array([0.5, 2.0])
+    np.testing.assert_allclose(
+        ad.grad(lambda x: np.sum(x * ad.grad(lambda y: np.sum(x * y))(x)))(x), 2 * x)
+
+
+def test_derivatives_of_any_order_of_a_scalar_function():
+    f = lambda x: np.exp(np.sin(x)) / (1.0 + x * x)    # noqa: E731
+    d = f
+    values = []
+    for _ in range(5):
+        d = ad.grad(d)
+        values.append(d(0.4))
+    # against the Taylor coefficients of f at 0.4 by a complex-step-free
+    # route: central differences of the previous order, each checked
+    h = 1e-4
+    prev = f
+    for k, value in enumerate(values):
+        cd = (prev(0.4 + h) - prev(0.4 - h)) / (2 * h)
+        assert value == pytest.approx(cd, rel=1e-6, abs=1e-7), k + 1
+        prev = _nth(f, k + 1)
+
+
+def _nth(f, n):
+    for _ in range(n):
+        f = ad.grad(f)
+    return f
+
+
+def test_jacobian_of_hessian_and_hvp_of_hvp_on_arrays():
+    A = RNG.normal(size=(3, 3))
+
+    def f(x):
+        return np.sum(np.tanh(A @ x) ** 2) + np.log(np.sum(x * x) + 1.0)
+    x = RNG.normal(size=3)
+    T = ad.jacobian(ad.hessian(f))(x)
+    assert T.shape == (3, 3, 3)
+    np.testing.assert_allclose(T, np.swapaxes(T, 0, 2), atol=1e-12)   # symmetric
+    h = 1e-5
+    central = np.stack([(ad.hessian(f)(x + h * e) - ad.hessian(f)(x - h * e)) / (2 * h)
+                        for e in np.eye(3)], axis=-1)
+    np.testing.assert_allclose(T, central, rtol=1e-5, atol=1e-7)
+    v = RNG.normal(size=3)
+    g = lambda z: np.sum(ad.hvp(f)(z, v) * z)     # noqa: E731
+    # the recorded path over the recorded path, against the C Hessian of g
+    # (g itself recorded once) and the tensor: H(g) = T v + (T v)^T-ish terms
+    np.testing.assert_allclose(ad.hvp(g)(x, v), ad.hessian(g)(x) @ v, rtol=1e-10)
+    by_tensor = np.einsum("ijk,j->ik", T, v)        # d/dz (H(z) v), symmetric
+    np.testing.assert_allclose(ad.hessian(g)(x), by_tensor + by_tensor.T +
+                               np.einsum("ijkl,j,l->ik", _fourth(f, x), v, x),
+                               rtol=1e-5, atol=1e-6)
+
+
+def _fourth(f, x):
+    return ad.jacobian(ad.jacobian(ad.hessian(f)))(x)
+
+
+def test_closures_and_pytrees():
+    def f(p):
+        inner = ad.grad(lambda q: np.sum(q["w"] ** 2 * p["b"]) + q["s"] * p["s"])
+        g = inner({"w": p["w"], "s": 1.5})
+        return np.sum(g["w"] * p["w"]) + g["s"] ** 2
+    p = {"w": np.array([0.3, -1.2]), "b": 0.7, "s": 2.0}
+    # f = sum(2 w^2 b) + s^2: d/dw = 4 w b, d/db = 2 sum w^2, d/ds = 2 s
+    g = ad.grad(f)(p)
+    np.testing.assert_allclose(g["w"], 4 * p["w"] * p["b"])
+    assert g["b"] == pytest.approx(2 * np.sum(p["w"] ** 2))
+    assert g["s"] == pytest.approx(2 * p["s"])
+
+
+def test_a_recorded_gradient_replays_and_differentiates_again():
+    def rosen(x):
+        return np.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)
+    x0 = np.full(5, 0.5)
+    F = ad.record(ad.grad(rosen), x0)
+    for x in (x0, RNG.normal(size=5), np.linspace(-1, 1, 5)):
+        np.testing.assert_allclose(F(x), ad.grad(rosen)(x), rtol=1e-13)
+        np.testing.assert_allclose(F.jacobian(x), ad.hessian(rosen)(x), rtol=1e-12)
+    G = ad.record(ad.grad(lambda t: t * ad.relu(t - 1.0)), 0.5)
+    # the recorded decisions of the rules (relu's step) are recomputed
+    assert G(0.5) == 0.0 and G(3.0) == 2 * 3.0 - 1.0
+
+
+def test_nested_custom_ops():
+    op = ad.custom_op(lambda x: np.sin(x), lambda g, out, x: (g * np.cos(x),),
+                      jvp=lambda ts, out, x: ts[0] * np.cos(x))
+    assert ad.grad(ad.grad(ad.grad(op)))(0.3) == pytest.approx(-math.cos(0.3))
+    x = np.array([0.2, 0.9])
+    np.testing.assert_allclose(ad.jacobian(ad.grad(lambda z: np.sum(op(z))))(x),
+                               np.diag(-np.sin(x)))
+    np.testing.assert_allclose(ad.grad(lambda z: ad.jvp(op)(z, np.ones(2))[1].sum())(x),
+                               -np.sin(x))
+
+
+def test_singular_second_derivatives_follow_the_C_rules():
+    # abs and relu: kinks; the second derivative is 0 away from them
+    for f in (lambda x: abs(x) * x, lambda x: ad.relu(x) ** 2):
+        for x in (-0.5, 0.7):
+            assert ad.grad(ad.grad(f))(x) == pytest.approx(ad.hessian(f)(x))
