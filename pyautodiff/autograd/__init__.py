@@ -30,6 +30,7 @@ from ..value import Value
 from .builtins import dict, isinstance, list, tuple, type   # noqa: A001
 from .extend import (defjvp_argnums as _defjvp_argnums,
                      defvjp_argnums as _defvjp_argnums, primitive)
+from . import builtins, extend, misc, numpy, test_util   # noqa: F401  autograd's submodules
 
 __all__ = ["grad", "value_and_grad", "elementwise_grad", "jacobian",
            "hessian", "hessian_vector_product", "hessian_tensor_product",

@@ -2,5 +2,6 @@
 recorded once and replayed), and the optimizers of misc.optimizers."""
 from .flatten import flatten
 from .tracers import const_graph
+from . import optimizers  # noqa: F401  (ag.misc.optimizers.adam)
 
 __all__ = ["flatten", "const_graph"]
