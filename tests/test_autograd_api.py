@@ -443,6 +443,17 @@ def test_deriv_of_a_vector_function():
           autograd.deriv(lambda t: anp.sin(t) * anp.array([1.0, 2.0]))(0.3))
 
 
+def test_make_hvp_gives_the_gradient_as_autograd_does():
+    def f(np):
+        return lambda x: np.sum(np.sin(x) ** 3)
+    v = onp.array([1.0, -2.0, 0.5])
+    hvp, gradient = pag.make_hvp(f(pnp))(X)
+    ahvp, agradient = autograd.make_hvp(f(anp))(X)
+    close(gradient, agradient)
+    close(hvp(v), ahvp(v))
+    close(hvp(X), ahvp(X))
+
+
 def test_hessian_tensor_product():
     def h(np):
         return lambda x, k: np.sum(np.sin(x) ** 2) * x[0] * k

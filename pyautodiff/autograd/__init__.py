@@ -201,12 +201,14 @@ def make_jvp(fun, argnum=0):
 
 
 def make_hvp(fun, argnum=0):
-    """g(*args) -> (hvp, fun(*args)): hvp(v) is the Hessian times v."""
+    """g(*args) -> (hvp, gradient of fun at args): hvp(v) is the Hessian
+    times v (autograd's make_hvp is the vjp of grad(fun), so its second
+    result is the gradient, not fun's value)."""
     argnum = checked(fun, argnum, "make_hvp")
 
     def hvp_maker(*args, **kwargs):
         tr = first_order_trace(fun, args, kwargs, argnum, "make_hvp")
-        return tr.hvp, tr.scalar_output()[1]
+        return tr.hvp, tr.value_and_grad()[1]
     return hvp_maker
 
 
