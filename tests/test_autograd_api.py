@@ -229,6 +229,13 @@ def test_wrong_rules_are_errors_not_numbers():
         pext.defvjp(onp.sin, lambda ans, x: lambda g: g)
 
 
+def test_a_recording_replays_a_primitive():
+    lse, alse = make_logsumexp(pext, onp), make_logsumexp(aext, anp)
+    recorded = ad.record(lambda x: lse(x * x, scale=2.0), X)
+    for x in (X, 2.0 * X - 1.0):
+        close(recorded.grad(x), autograd.grad(lambda x: alse(x * x, scale=2.0))(x))
+
+
 def test_notrace_primitive_result_is_a_constant():
     shift = pext.notrace_primitive(lambda x: onp.sum(x) ** 2)
     # d/dx (x0 * c) with c held constant
@@ -534,8 +541,9 @@ def test_names_and_imports():
     for name in pag.__all__:
         assert hasattr(pag, name), name
         assert hasattr(autograd, name), name
+    atu = importlib.import_module("autograd.test_util")
     for module, theirs in ((pext, aext), (pag.misc, amisc),
-                           (pag.misc.optimizers, aopt), (ptu, importlib.import_module("autograd.test_util"))):
+                           (pag.misc.optimizers, aopt), (ptu, atu)):
         for name in module.__all__:
             assert hasattr(module, name), name
             assert hasattr(theirs, name), (module.__name__, name)

@@ -159,14 +159,12 @@ def _record(f_raw, rules, args, kwargs, traced):
     def vjp(g, ans, *values):
         full = layout.full_args(values)
         if rules.vjp is None:
-            raise NotImplementedError(
-                f"VJP of {name} with respect to argument{_plural(traced)} "
-                f"{_listed(traced)} is not defined (defvjp)")
+            raise _undefined(name, "VJP", traced, "defvjp")
         g = float(g) if np.ndim(g) == 0 else g
         cts = list(rules.vjp(tuple(traced), ans, full, kwargs)(g))
         if len(cts) != len(traced):
             raise ValueError(f"the VJP of {name} gave {len(cts)} cotangents for "
-                             f"arguments {_listed(traced)}")
+                             f"arguments {', '.join(map(str, traced))}")
         return layout.op_cotangents([_checked(ct, name, k, shape) for ct, k, shape
                                      in zip(cts, traced, layout.shapes)])
 
@@ -180,10 +178,7 @@ def _record(f_raw, rules, args, kwargs, traced):
         if not moving:
             return np.zeros(np.shape(ans))
         if rules.jvp is None:
-            argnums = [k for k, _ in moving]
-            raise NotImplementedError(
-                f"JVP of {name} with respect to argument{_plural(argnums)} "
-                f"{_listed(argnums)} is not defined (defjvp)")
+            raise _undefined(name, "JVP", [k for k, _ in moving], "defjvp")
         argnums, gs = zip(*moving)
         out = rules.jvp(argnums, list(gs), ans, full, kwargs)
         return np.broadcast_to(out, np.shape(ans)) if np.ndim(out) == 0 else out
@@ -202,12 +197,13 @@ def _checked(ct, name, k, shape):
     return ct
 
 
-def _plural(ks):
-    return "" if len(ks) == 1 else "s"
-
-
-def _listed(ks):
-    return ", ".join(map(str, ks))
+def _undefined(name, kind, argnums, how):
+    """The error for a derivative no rule covers (never a zero)."""
+    which = ", ".join(map(str, argnums))
+    return NotImplementedError(
+        f"{kind} of {name} with respect to argument"
+        f"{'' if len(argnums) == 1 else 's'} {which} is not defined (give "
+        f"it with {how})")
 
 
 # -- registering rules -------------------------------------------------------------
@@ -234,10 +230,6 @@ def _per_argnum(fun, makers, argnums, who):
     return table
 
 
-def _missing(rules, kind, argnum, who):
-    return NotImplementedError(
-        f"{kind} of {rules.name} with respect to argument {argnum} is not "
-        f"defined ({who} registered none for it)")
 
 
 def defvjp(fun, *vjpmakers, argnums=None):
@@ -253,7 +245,7 @@ def defvjp(fun, *vjpmakers, argnums=None):
         vjps = []
         for k in argnums:
             if k not in table:
-                raise _missing(rules, "VJP", k, "defvjp")
+                raise _undefined(rules.name, "VJP", [k], "defvjp")
             maker = table[k]
             zero = _zero_like(args[k])
             vjps.append((lambda g, z=zero: z) if maker is None
@@ -287,7 +279,7 @@ def defjvp(fun, *jvpfuns, argnums=None):
 
     def one(k, g, ans, args, kwargs):
         if k not in table:
-            raise _missing(rules, "JVP", k, "defjvp")
+            raise _undefined(rules.name, "JVP", [k], "defjvp")
         rule = table[k]
         if rule is None:
             return _zero_like(ans)
