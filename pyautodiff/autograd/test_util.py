@@ -2,9 +2,9 @@
 
     check_grads(f, modes=['fwd', 'rev'], order=2)(*args)
 
-checks f's forward-mode (make_jvp) and reverse-mode (make_vjp)
-derivatives at args in a random direction against central differences of
-f, and, for order > 1, the derivatives of those derivatives (the jvp and
+checks f's forward-mode (ad.jvp: autograd's make_jvp) and reverse-mode
+(ad.vjp: make_vjp) derivatives at args in a random direction against
+central differences of f, and, for order > 1, the derivatives of those derivatives (the jvp and
 vjp as functions of the point and the direction) the same way.  Arguments
 and results may be nests of lists, tuples and dicts of floats and arrays.
 A mismatch raises AssertionError with both numbers.  The directions come
@@ -14,6 +14,7 @@ import itertools
 
 import numpy as np
 
+from ..functional import jvp, vjp
 from ..pytree import flatten, unflatten
 
 __all__ = ["check_grads", "combo_check", "check_vjp", "check_jvp",
@@ -79,19 +80,11 @@ def make_numerical_jvp(f, x):
     return jvp
 
 
-def _ad():
-    # the differential operators of this package (imported late: it
-    # imports this module's package)
-    from . import make_jvp, make_vjp
-    return make_jvp, make_vjp
-
-
 def check_vjp(f, x):
     """<x_v, vjp(y_v)> against <y_v, J x_v> by central differences."""
-    _, make_vjp = _ad()
-    vjp, y = make_vjp(f)(x)
+    y, vjp_fn = vjp(f)(x)
     x_v, y_v = _randn_like(x), _randn_like(y)
-    vjp_y = vjp(y_v)
+    vjp_y = vjp_fn(y_v)
     _same_space(vjp_y, x, f"VJP of {_name(f)} against its argument")
     exact = _inner(x_v, vjp_y)
     numeric = _inner(y_v, make_numerical_jvp(f, x)(x_v))
@@ -102,9 +95,8 @@ def check_vjp(f, x):
 
 def check_jvp(f, x):
     """jvp(x_v) against central differences in the direction x_v."""
-    make_jvp, _ = _ad()
     x_v = _randn_like(x)
-    _, exact = make_jvp(f)(x)(x_v)
+    _, exact = jvp(f)(x, x_v)
     numeric = make_numerical_jvp(f, x)(x_v)
     try:
         check_equivalent(exact, numeric)
@@ -146,19 +138,18 @@ def check_grads(fun, argnum=0, modes=("fwd", "rev"), order=2):
 
     def checker(*args, **kwargs):
         f, x = _unary(fun, argnum, args, kwargs)
-        make_jvp, make_vjp = _ad()
         if "fwd" in modes:
             check_jvp(f, x)
             if order > 1:
                 def jvp_f(x, v):
-                    return make_jvp(f)(x)(v)[1]
+                    return jvp(f)(x, v)[1]
                 jvp_f.__name__ = f"jvp_{_name(f)}"
                 check_grads(jvp_f, (0, 1), modes, order - 1)(x, _randn_like(x))
         if "rev" in modes:
             check_vjp(f, x)
             if order > 1:
                 def vjp_f(x, v):
-                    return make_vjp(f)(x)[0](v)
+                    return vjp(f)(x)[1](v)
                 vjp_f.__name__ = f"vjp_{_name(f)}"
                 check_grads(vjp_f, (0, 1), modes, order - 1)(x, _randn_like(f(x)))
     return checker
