@@ -5,23 +5,59 @@
 
 and it runs unchanged, with autograd's call conventions (argnum, return
 orders), on pyautodiff's C tape.  Each function here is pyautodiff's
-functional API under autograd's name.  Derivatives nest to second order
-(grad of grad); every nesting that would not be exact (a third level,
-make_vjp or make_jvp inside a derivative) raises NotImplementedError.
+functional API under autograd's name.  Derivatives nest to any order, as
+autograd's do: grad of grad of grad, make_vjp inside make_jvp, a function
+closing over the enclosing one's variables.
+
+The rest of autograd's API is in the submodules of the same names:
+extend (primitive, defvjp, defjvp ...), builtins, misc (flatten,
+const_graph), misc.optimizers (sgd, rmsprop, adam) and test_util
+(check_grads).
 """
+import builtins as _py
+import inspect as _inspect
+import warnings as _warnings
+
 import numpy as _np
 
 from ..array import Array
-from ..functional import (trace_of, grad, hessian, hvp, jacobian,
+from ..functional import (grad, hessian, hvp, jacobian, trace_of,
                           value_and_grad)
+from ..pytree import flatten as _flatten, unflatten as _unflatten
 from ..trace import checked
 from ..value import Value
+# autograd's names for these (this module's code uses Python's own, as _py.*)
+from .builtins import dict, isinstance, list, tuple, type   # noqa: A001
+from .extend import (defjvp_argnums as _defjvp_argnums,
+                     defvjp_argnums as _defvjp_argnums, primitive)
+from . import builtins, extend, misc, numpy, test_util   # noqa: F401  autograd's submodules
 
 __all__ = ["grad", "value_and_grad", "elementwise_grad", "jacobian",
-           "hessian", "hessian_vector_product", "make_vjp", "make_jvp",
-           "grad_and_aux", "deriv", "make_hvp"]
+           "hessian", "hessian_vector_product", "hessian_tensor_product",
+           "make_vjp", "make_jvp", "grad_and_aux", "deriv", "make_hvp",
+           "tensor_jacobian_product", "vector_jacobian_product",
+           "make_ggnvp", "grad_named", "checkpoint", "holomorphic_grad",
+           "primitive", "dict", "isinstance", "list", "tuple", "type"]
 
-deriv = grad
+
+def deriv(fun, argnum=0):
+    """fun's derivative in the direction of ones (for a function of one
+    float: its derivative, of any output shape), by one forward sweep."""
+    jvp_maker = make_jvp(fun, argnum)
+
+    def derivative(*args, **kwargs):
+        argnums = (argnum,) if _py.isinstance(argnum, int) else argnum
+        ones = [_ones_like(args[k]) for k in argnums]
+        direction = ones[0] if _py.isinstance(argnum, int) else _py.tuple(ones)
+        return jvp_maker(*args, **kwargs)(direction)[1]
+    return derivative
+
+
+def _ones_like(x):
+    leaves, structure = _flatten(x, "deriv")
+    return _unflatten(structure, [1.0 if kind == "float" else _np.ones(shape)
+                                  for kind, shape in zip(structure.kinds,
+                                                         structure.shapes)])
 
 
 def elementwise_grad(fun, argnum=0):
@@ -31,14 +67,118 @@ def elementwise_grad(fun, argnum=0):
 
     def summed(*args, **kwargs):
         out = fun(*args, **kwargs)
-        return out.sum() if isinstance(out, Array) else _np.sum(out)
+        return out.sum() if _py.isinstance(out, Array) else _np.sum(out)
     summed.__name__ = getattr(fun, "__name__", "fun")
     return grad(summed, argnum)
 
 
-def hessian_vector_product(fun, argnum=0):
-    """g(*args, vector) -> the Hessian of fun at args times vector."""
+def hessian_tensor_product(fun, argnum=0):
+    """g(*args, tensor) -> the Hessian of fun at args times tensor (shaped
+    like args[argnum]), exact: a tangent and a second-order sweep."""
     return hvp(fun, argnum)
+
+
+hessian_vector_product = hessian_tensor_product
+
+
+def tensor_jacobian_product(fun, argnum=0):
+    """g(*args, tensor) -> tensor times the Jacobian of fun at args,
+    contracting tensor's axes with the leading axes of fun's output (all
+    of them: one reverse sweep; fewer: one per remaining output element)."""
+    argnum = checked(fun, argnum, "tensor_jacobian_product")
+
+    def product(*args, **kwargs):
+        args, tensor = args[:-1], args[-1]
+        vjp, out = make_vjp(fun, argnum)(*args, **kwargs)
+        k = _np.ndim(tensor)
+        if _np.shape(out)[:k] != _np.shape(tensor):
+            raise ValueError(f"tensor_jacobian_product: the tensor has shape "
+                             f"{_np.shape(tensor)}, which does not lead the "
+                             f"output's shape {_np.shape(out)}")
+        rest = _np.shape(out)[k:]
+        if not rest:
+            return vjp(tensor)
+        rows = []
+        for r in _np.ndindex(*rest):
+            unit = _np.zeros(rest)
+            unit[r] = 1.0
+            rows.append(vjp(_np.multiply.outer(tensor, unit)))
+        if _np.ndim(argnum) == 0:
+            return _np.reshape(rows, rest + _np.shape(rows[0]))
+        return _py.tuple(_np.reshape([row[j] for row in rows],
+                                           rest + _np.shape(rows[0][j]))
+                               for j in range(len(argnum)))
+    return product
+
+
+vector_jacobian_product = tensor_jacobian_product
+
+
+def make_ggnvp(f, g=lambda y: 0.5 * _np.sum(y ** 2, axis=-1), f_argnum=0):
+    """h(*args) -> ggnvp: ggnvp(v) = J^T H J v, the generalized Gauss-Newton
+    matrix of g(f(x)) (J: f's Jacobian at x = args[f_argnum], H: g's
+    Hessian at f(x)) times v; f is traced once for both J v and J^T."""
+    f_argnum = checked(f, f_argnum, "make_ggnvp")
+
+    def ggnvp_maker(*args, **kwargs):
+        tr = first_order_trace(f, args, kwargs, f_argnum, "make_ggnvp")
+        g_hvp, _ = make_hvp(g)(tr.output_value())
+
+        def ggnvp(v):
+            return tr.vjp(g_hvp(tr.jvp(v)[1]))
+        return ggnvp
+    return ggnvp_maker
+
+
+def grad_named(fun, argname):
+    """grad with respect to the argument named argname (not *args or
+    **kwargs)."""
+    names = _inspect.getfullargspec(fun).args
+    if argname not in names:
+        raise ValueError(f"grad_named: {getattr(fun, '__name__', fun)} has no "
+                         f"argument named {argname!r} (it has {names})")
+    return grad(fun, names.index(argname))
+
+
+def checkpoint(fun):
+    """fun as one op that keeps none of its intermediate values: its
+    derivatives run fun again (traced) at the op's arguments."""
+    def vjps(argnums, ans, args, kwargs):
+        vjp, _ = make_vjp(fun, argnums)(*args, **kwargs)
+        return vjp
+
+    def jvps(argnums, gs, ans, args, kwargs):
+        return make_jvp(fun, argnums)(*args, **kwargs)(_py.tuple(gs))[1]
+
+    wrapped = primitive(fun)
+    _defvjp_argnums(wrapped, vjps)
+    _defjvp_argnums(wrapped, jvps)
+    return wrapped
+
+
+def holomorphic_grad(fun, argnum=0):
+    """autograd's grad of a complex function: pyautodiff differentiates
+    real numbers only, so a complex argument is a TypeError; at a real one
+    this is grad (with autograd's warning that the input is not complex)."""
+    gradient = grad(fun, argnum)
+    argnums = (argnum,) if _np.ndim(argnum) == 0 else argnum
+
+    def holomorphic(*args, **kwargs):
+        for k in argnums:
+            if _any_complex(args[k]):
+                raise TypeError("holomorphic_grad: pyautodiff has no complex "
+                                f"numbers (argument {k} is complex)")
+        _warnings.warn("Input to holomorphic_grad is not complex", stacklevel=2)
+        return gradient(*args, **kwargs)
+    return holomorphic
+
+
+def _any_complex(x):
+    if _py.isinstance(x, (_py.list, _py.tuple)):
+        return any(_any_complex(e) for e in x)
+    if _py.isinstance(x, _py.dict):
+        return any(_any_complex(e) for e in x.values())
+    return _np.iscomplexobj(x)
 
 
 def make_vjp(fun, argnum=0):
@@ -61,12 +201,14 @@ def make_jvp(fun, argnum=0):
 
 
 def make_hvp(fun, argnum=0):
-    """g(*args) -> (hvp, fun(*args)): hvp(v) is the Hessian times v."""
+    """g(*args) -> (hvp, gradient of fun at args): hvp(v) is the Hessian
+    times v (autograd's make_hvp is the vjp of grad(fun), so its second
+    result is the gradient, not fun's value)."""
     argnum = checked(fun, argnum, "make_hvp")
 
     def hvp_maker(*args, **kwargs):
         tr = trace_of(fun, args, kwargs, argnum, "make_hvp")
-        return tr.hvp, tr.scalar_output()[1]
+        return tr.hvp, tr.value_and_grad()[1]
     return hvp_maker
 
 
@@ -91,12 +233,12 @@ def grad_and_aux(fun, argnum=0):
 
 
 def _plain(x):
-    if isinstance(x, Value):
+    if _py.isinstance(x, Value):
         return x.data
-    if isinstance(x, Array):
+    if _py.isinstance(x, Array):
         return x.data.copy()
-    if isinstance(x, (list, tuple)):
-        return type(x)(_plain(e) for e in x)
-    if isinstance(x, dict):
+    if _py.isinstance(x, (_py.list, _py.tuple)):
+        return _py.type(x)(_plain(e) for e in x)
+    if _py.isinstance(x, _py.dict):
         return {k: _plain(v) for k, v in x.items()}
     return x
