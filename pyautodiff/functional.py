@@ -12,12 +12,16 @@ derivative there (nested.py): it nests to any order.
 import numpy as np
 
 from .nested import NestedTrace, nesting
+from .pytree import flatten
 from .trace import Trace, checked, differentiated
 
 
-def _transform(f, argnum, name, derivative, takes_vector=False):
+def _transform(f, argnum, name, derivative, takes_vector=False, nested=None):
     """g(*args) = derivative(trace of f at args[, vector]): the vector, if
-    any, is g's last positional argument."""
+    any, is g's last positional argument.  A second-order derivative
+    whose trace holds ops with rules of first order only (custom ops)
+    takes nested() instead: the same derivative as a derivative of the
+    recorded gradient, which differentiates those rules."""
     argnum = checked(f, argnum, name)       # at once, not at the first call
 
     def g(*args, **kwargs):
@@ -34,6 +38,9 @@ def _transform(f, argnum, name, derivative, takes_vector=False):
             _check_closure(tr, name)
             if any(differentiated(x) for x in tr.outer):
                 raise _outside_error(name)
+            if nested is not None and not tr.second_order_rules():
+                tr.release()
+                return nested(*args, *vector, **kwargs)
             return derivative(tr, *vector)
         finally:
             tr.release()
@@ -62,7 +69,13 @@ def jvp(f, argnum=0):
 def hvp(f, argnum=0):
     """g(*args, v) -> H v, the exact Hessian of scalar f times v: a tangent
     sweep and a second-order sweep."""
-    return _transform(f, argnum, "hvp", lambda tr, v: tr.hvp(v), takes_vector=True)
+    def nested(*args, **kwargs):
+        # reverse over reverse: a reverse sweep passes by the ops that only
+        # have a vjp, where a tangent sweep would need their jvp
+        *xs, v = args
+        return grad(lambda *a: _vdot(grad(f, argnum)(*a, **kwargs), v), argnum)(*xs)
+    return _transform(f, argnum, "hvp", lambda tr, v: tr.hvp(v), takes_vector=True,
+                      nested=nested)
 
 
 def jacobian(f, argnum=0):
@@ -74,7 +87,15 @@ def jacobian(f, argnum=0):
 def hessian(f, argnum=0):
     """The exact Hessian of scalar f w.r.t. args[argnum] (a float or
     ndarray), of shape x.shape + x.shape."""
-    return _transform(f, argnum, "hessian", lambda tr: tr.hessian())
+    def nested(*args, **kwargs):
+        return jacobian(grad(f, argnum), argnum)(*args, **kwargs)
+    return _transform(f, argnum, "hessian", lambda tr: tr.hessian(), nested=nested)
+
+
+def _vdot(a, b):
+    """The sum of the elementwise products of the leaves of a and b."""
+    pairs = zip(flatten(a, "a gradient")[0], flatten(b, "the vector")[0])
+    return sum(np.sum(x * y) for x, y in pairs)
 
 
 def vjp(f, argnum=0):

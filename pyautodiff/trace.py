@@ -124,6 +124,11 @@ class Trace:
     def release(self):
         self.tape.release(keep_grads=False)
 
+    def second_order_rules(self):
+        """Whether every op on the tape has rules of second order (the C
+        second-order sweep's): not a custom op's first-order rules."""
+        return all(rule.bilinear or rule.linear for rule in self.tape.externs.values())
+
     def __del__(self):
         # A trace kept past its call (vjp's vjp_fn, a recording) owns its
         # tape, whose nodes refer back to it: free them with the trace, so

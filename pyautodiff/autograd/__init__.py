@@ -121,7 +121,7 @@ def make_ggnvp(f, g=lambda y: 0.5 * _np.sum(y ** 2, axis=-1), f_argnum=0):
     f_argnum = checked(f, f_argnum, "make_ggnvp")
 
     def ggnvp_maker(*args, **kwargs):
-        tr = first_order_trace(f, args, kwargs, f_argnum, "make_ggnvp")
+        tr = trace_of(f, args, kwargs, f_argnum, "make_ggnvp")
         g_hvp, _ = make_hvp(g)(tr.output_value())
 
         def ggnvp(v):
