@@ -287,7 +287,8 @@ class Array:
     def transpose(self, *axes):
         if len(axes) == 1 and (axes[0] is None or not isinstance(axes[0], numbers.Integral)):
             axes = axes[0]
-        return _strided_gather(self, lambda d: d.transpose(axes or None))
+        axes = None if axes is None or len(axes) == 0 else tuple(axes)
+        return _strided_gather(self, lambda d: d.transpose(axes))
 
     T = property(lambda self: self.transpose())
 

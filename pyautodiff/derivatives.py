@@ -43,6 +43,8 @@ def _is_node(z):
 
 
 def _shape(z):
+    if isinstance(z, Value) or z.__class__ is float:
+        return ()
     return z._d.shape if isinstance(z, Array) else np.shape(z)
 
 
@@ -197,20 +199,36 @@ def stretch(t, lo, hi):
     """Entries lo..hi of tape t (flushed) as Entry objects."""
     t.flush()
     c, nodes = t._c, t.nodes
+    n = hi + 1
+
+    def column(name, dtype):
+        return np.frombuffer(_core.ffi.buffer(getattr(c, name), dtype.itemsize * n),
+                             dtype)[lo:].tolist()
+    i32, f64 = np.dtype(np.int32), np.dtype(np.float64)
+    ops, a_col, b_col, imm = (column("op", i32), column("a", i32), column("b", i32),
+                              column("imm", f64))
+    maps = (OPS["GATHER"], OPS["SCATTER"])
+    extern = OPS["EXTERN"]
     out = []
-    for i in range(lo, hi + 1):
+    for k in range(n - lo):
         e = Entry()
-        e.node = nodes[i]
-        e.op = c.op[i]
-        e.operands = [nodes[j] for j in (c.a[i], c.b[i]) if j >= 0]
-        e.c = c.imm[i]
-        e.index_map = None
-        e.rule = None
-        if e.op in (OPS["GATHER"], OPS["SCATTER"]):
-            e.index_map = _index_map(c, i, e.operands[0])
-        elif e.op == OPS["EXTERN"]:
-            e.rule = t.externs[i]
-        e.position = [j - lo if j >= lo else -1 for j in (c.a[i], c.b[i]) if j >= 0]
+        e.node = nodes[lo + k]
+        e.op = op = ops[k]
+        a, b = a_col[k], b_col[k]
+        if b >= 0:
+            e.operands = [nodes[a], nodes[b]]
+            e.position = [a - lo if a >= lo else -1, b - lo if b >= lo else -1]
+        elif a >= 0:
+            e.operands = [nodes[a]]
+            e.position = [a - lo if a >= lo else -1]
+        else:
+            e.operands = e.position = []
+        e.c = imm[k]
+        e.index_map = e.rule = None
+        if op in maps:
+            e.index_map = _index_map(c, lo + k, e.operands[0])
+        elif op == extern:
+            e.rule = t.externs[lo + k]
         out.append(e)
     return out
 
@@ -374,9 +392,21 @@ def _depending(entries, lo, seeds):
     for p in seeds:
         dep[p] = True
     for k, e in enumerate(entries):
-        e.needs = [p >= 0 and dep[p] for p in e.position]
-        if not dep[k] and any(e.needs):
-            dep[k] = True
+        position = e.position
+        if len(position) == 2:
+            a, b = position
+            needs = e.needs = [a >= 0 and dep[a], b >= 0 and dep[b]]
+            if needs[0] or needs[1]:
+                dep[k] = True
+        elif position:
+            a = position[0]
+            if a >= 0 and dep[a]:
+                e.needs = [True]
+                dep[k] = True
+            else:
+                e.needs = [False]
+        else:
+            e.needs = []
     return dep
 
 

@@ -101,14 +101,15 @@ def var(a, axis=None, ddof=0, keepdims=False):
     return (d * d).sum(axis=axis, keepdims=keepdims) / float(max(n - ddof, 0))
 
 
-def _extern(name, forward, vjp, jvp, a, linear=False):
+def _extern(name, forward, vjp, jvp, a, linear=False, nested=None):
     """forward(a) recorded as one entry with the rules vjp and jvp (on a's
-    values, as NumPy computes them)."""
+    values, as NumPy computes them) and the nested ones (on Arrays, see
+    ExternRule)."""
     value = forward(a._d)
     if recording_tape() is NO_GRAD:
         return _detached(value)
-    return record_extern(ExternRule(forward, vjp, name, jvp=jvp, linear=linear),
-                         [a], value)
+    return record_extern(ExternRule(forward, vjp, name, jvp=jvp, linear=linear,
+                                    nested=nested), [a], value)
 
 
 def _tangent_of(tangents, x):
@@ -133,6 +134,22 @@ def _others_product(x, axes):
     return np.moveaxis(others, ends, axes)
 
 
+def _others_product_traced(x, axes):
+    """_others_product of an Array, as ops that differentiate again: each
+    element's product of the others is the product of a row in which that
+    element is replaced by 1 (m*m values for m elements reduced, exact
+    where x holds zeros)."""
+    rest = [d for d in range(x.ndim) if d not in axes]
+    perm = rest + list(axes)
+    moved = x.transpose(tuple(perm))
+    lead = moved.shape[:len(rest)]
+    m = int(np.prod(moved.shape[len(rest):]))
+    eye = np.eye(m)
+    rows = moved.reshape(lead + (1, m)) * (1.0 - eye) + eye
+    others = prod(rows, axis=-1).reshape(moved.shape)
+    return others.transpose(tuple(int(d) for d in np.argsort(perm)))
+
+
 def prod(a, axis=None, keepdims=False):
     """NumPy's prod, with a gradient that is right where elements are zero."""
     a = _asarray(a)
@@ -149,7 +166,14 @@ def prod(a, axis=None, keepdims=False):
         return np.sum(_tangent_of(tangents, x) * _others_product(x, axes),
                       axis=axes, keepdims=keepdims)
 
-    return _extern("prod", forward, vjp, jvp, a)
+    def nested_vjp(g, out, x, needs):
+        return (_asarray(g).reshape(kept) * _others_product_traced(x, axes),)
+
+    def nested_jvp(tangents, out, x):
+        return (tangents[0] * _others_product_traced(x, axes)).sum(
+            axis=axes, keepdims=keepdims)
+
+    return _extern("prod", forward, vjp, jvp, a, nested=(nested_vjp, nested_jvp))
 
 
 def cumsum(a, axis=None):
@@ -169,7 +193,15 @@ def cumsum(a, axis=None):
     def jvp(tangents, out, x):
         return forward(_tangent_of(tangents, x))
 
-    return _extern("cumsum", forward, vjp, jvp, a, linear=True)
+    def nested_vjp(g, out, x, needs):
+        flip = (slice(None),) * axis + (slice(None, None, -1),)
+        return (cumsum(_asarray(g)[flip], axis)[flip],)
+
+    def nested_jvp(tangents, out, x):
+        return cumsum(tangents[0], axis)
+
+    return _extern("cumsum", forward, vjp, jvp, a, linear=True,
+                   nested=(nested_vjp, nested_jvp))
 
 
 class ArrayMethods:

@@ -86,8 +86,29 @@ def test_forward_mode_and_second_derivatives():
     f = lambda x, np=np: (np.cumsum(x) ** 3).sum() + np.var(x) * np.std(x)  # noqa: E731
     np.testing.assert_allclose(ad.hessian(f)(x),
                                autograd.hessian(lambda x: f(x, hips_np))(x), rtol=1e-12)
-    with pytest.raises(NotImplementedError, match="prod: second derivatives"):
-        ad.hessian(lambda x: x.prod())(x)
+    # prod's rules are of first order: its second derivatives are those of
+    # its vjp, exact where elements are zero
+    np.testing.assert_allclose(ad.hessian(lambda x: x.prod())(x),
+                               autograd.hessian(lambda x: hips_np.prod(x))(x), rtol=1e-12)
+    A = np.array([[1.5, -0.5], [0.7, 2.0], [0.3, 1.1]])
+    np.testing.assert_allclose(
+        ad.jacobian(ad.jacobian(lambda a: a.prod(axis=0)))(A),
+        autograd.jacobian(autograd.jacobian(lambda a: hips_np.prod(a, axis=0)))(A),
+        rtol=1e-12, atol=1e-15)
+    # where elements are zero (autograd divides by them there): by hand,
+    # d2/dxi dxj prod(x) is the product of the others, 0 on the diagonal
+    z = np.array([0.5, 0.0, 2.0, 0.0, -1.5])
+    by_hand = np.array([[0.0 if i == j else np.prod(np.delete(z, [i, j]))
+                         for j in range(5)] for i in range(5)])
+    np.testing.assert_array_equal(ad.hessian(lambda x: x.prod())(z), by_hand)
+    # cumsum nests too
+    np.testing.assert_allclose(
+        ad.hessian(lambda x: np.sum(np.cumsum(x) ** 3))(x),
+        autograd.hessian(lambda x: hips_np.sum(hips_np.cumsum(x) ** 3))(x), rtol=1e-12)
+    np.testing.assert_allclose(
+        ad.grad(lambda x: np.sum(ad.grad(lambda z: np.sum(np.cumsum(z) ** 3))(x)))(x),
+        autograd.grad(lambda x: hips_np.sum(autograd.grad(
+            lambda z: hips_np.sum(hips_np.cumsum(z) ** 3))(x)))(x), rtol=1e-12)
 
 
 def test_var_with_no_degrees_of_freedom_is_numpys_inf_or_nan():
