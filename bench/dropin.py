@@ -29,15 +29,16 @@ def train(grad, anp, X, y):
     return loss(w), w
 
 
-def _packages(backend):
+def packages(backend):
+    """(autograd or pyautodiff.autograd, its numpy) for these backends."""
     if backend.name == "autograd":
         import autograd
         import autograd.numpy as anp
-        return autograd.grad, anp
+        return autograd, anp
     if backend.name == "pyautodiff":
         import pyautodiff.autograd as pag
         import pyautodiff.autograd.numpy as pnp
-        return pag.grad, pnp
+        return pag, pnp
     raise Unsupported("not autograd or its drop-in")
 
 
@@ -47,7 +48,8 @@ def _packages(backend):
               "logistic regression, 1,000 x 20) run unchanged with autograd and "
               "with pyautodiff.autograd; only the imports differ.")
 def autograd_program(backend, cfg):
-    grad, anp = _packages(backend)
+    G, anp = packages(backend)
+    grad = G.grad
     rng = np.random.default_rng(0)
     X = rng.normal(size=(1000, 20))
     y = (X @ rng.normal(size=20) + 0.3 * rng.normal(size=1000) > 0).astype(float)

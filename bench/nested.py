@@ -8,6 +8,7 @@ import time
 
 import numpy as np
 
+from bench.dropin import packages
 from bench.registry import Result, Unsupported, problem
 
 CHAIN = 200          # five ops each: 1,000 ops
@@ -28,18 +29,6 @@ def small(anp, A):
     return f
 
 
-def _packages(backend):
-    if backend.name == "autograd":
-        import autograd
-        import autograd.numpy as anp
-        return autograd, anp
-    if backend.name == "pyautodiff":
-        import pyautodiff.autograd as pag
-        import pyautodiff.autograd.numpy as pnp
-        return pag, pnp
-    raise Unsupported("not autograd or its drop-in")
-
-
 def _timed(fn, repeat):
     best = None
     for _ in range(repeat):
@@ -56,7 +45,7 @@ def _timed(fn, repeat):
               "1,000 ops (sin, *, +), one program under autograd and "
               "pyautodiff.autograd.")
 def third_derivative(backend, cfg):
-    G, anp = _packages(backend)
+    G, anp = packages(backend)
     d3 = G.grad(G.grad(G.grad(chain(anp))))
     ns, value = _timed(lambda: d3(0.3), 1 if cfg.quick else 3)
     return Result({"d3f/dx3": [ns / 1e6]}, {"d3": float(value)})
@@ -68,7 +57,7 @@ def third_derivative(backend, cfg):
               "sum(tanh(A x)^2) + log(|x|^2 + 1), x of 8 elements, under autograd "
               "and pyautodiff.autograd.")
 def jacobian_of_hessian(backend, cfg):
-    G, anp = _packages(backend)
+    G, anp = packages(backend)
     rng = np.random.default_rng(0)
     A = rng.normal(size=(8, 8))
     x = rng.normal(size=8)

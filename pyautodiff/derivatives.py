@@ -24,9 +24,9 @@ import math
 
 import numpy as np
 
-from . import _core
+from . import _core, buffers
 from ._generated import derivative_rules, link
-from .array import Array, _binary_op, _constant, _mapped, _new, _operand
+from .array import Array, _append, _binary_op, _constant, _mapped, _new, _operand
 from .broadcasting import unbroadcast
 from .ops import ELEMENTWISE
 from .tape import recording_tape
@@ -152,8 +152,7 @@ def broadcast_to(z, shape):
         strides.append(0 if n == 1 else inner)
         inner *= n
     strides = [0] * (len(shape) - len(zs)) + strides[::-1]
-    from .array import _append       # (the strided form of a gather)
-    from . import buffers
+    # a strided gather whose strides are 0 along the broadcast dimensions
     return _append(t, object.__new__(Array), OPS["GATHER"], _operand(z, t)[0], -1,
                    0.0, buffers.empty(shape), strided=(0, tuple(strides)))
 
@@ -182,7 +181,7 @@ class Entry:
         return _shape(self.node)
 
 
-def _index_map(c, i, x):
+def _index_map(c, i):
     """A gather's or scatter's flat index map (a strided gather's too)."""
     bk = c.blk[c.aux[i]]
     if bk.map != _core.ffi.NULL:
@@ -226,7 +225,7 @@ def stretch(t, lo, hi):
         e.c = imm[k]
         e.index_map = e.rule = None
         if op in maps:
-            e.index_map = _index_map(c, lo + k, e.operands[0])
+            e.index_map = _index_map(c, lo + k)
         elif op == extern:
             e.rule = t.externs[lo + k]
         out.append(e)
@@ -307,34 +306,22 @@ def _reshape_tangent(e, ts):
     return tx.reshape(e.shape()) if isinstance(tx, Array) else broadcast_to(tx, e.shape())
 
 
-def _moved(op, z, shape, index_map):
-    """A gather or scatter of z by index_map into shape."""
-    t = recording_tape()
-    if not isinstance(z, Array):
-        z = broadcast_to(z, (index_map.size,) if op == "GATHER" else ())
-    return _mapped(t, OPS[op], _operand(z, t)[0], tuple(shape), index_map)
+def _map_rules(op, transpose):
+    """The rules of the map op (GATHER: v[k] = x[map[k]]; SCATTER: v = 0,
+    v[map[k]] += x[k]): a tangent moves as the values do, an adjoint back
+    along the same map by the transposed op (repeated indices add up)."""
+    def moved(op, z, shape, index_map):
+        t = recording_tape()
+        return _mapped(t, OPS[op], _operand(z, t)[0], tuple(shape), index_map)
 
+    def reverse(e, g):
+        return [moved(transpose, broadcast_to(g, e.shape()), _shape(e.operands[0]),
+                      e.index_map)]
 
-def _gather_reverse(e, g):
-    # v[k] = x[map[k]]: the adjoint goes back along the map, adding up
-    return [_moved("SCATTER", broadcast_to(g, e.shape()), _shape(e.operands[0]),
-                   e.index_map)]
-
-
-def _gather_tangent(e, ts):
-    return _moved("GATHER", broadcast_to(ts[0], _shape(e.operands[0])), e.shape(),
-                  e.index_map)
-
-
-def _scatter_reverse(e, g):
-    # v = 0; v[map[k]] += x[k]
-    return [_moved("GATHER", broadcast_to(g, e.shape()), _shape(e.operands[0]),
-                   e.index_map)]
-
-
-def _scatter_tangent(e, ts):
-    return _moved("SCATTER", broadcast_to(ts[0], _shape(e.operands[0])), e.shape(),
-                  e.index_map)
+    def tangent(e, ts):
+        return moved(op, broadcast_to(ts[0], _shape(e.operands[0])), e.shape(),
+                     e.index_map)
+    return reverse, tangent
 
 
 def _extern_reverse(e, g):
@@ -368,8 +355,8 @@ RULES = {
     "MIN": (_reduce_reverse, _reduce_tangent),
     "LSE": (_reduce_reverse, _reduce_tangent),
     "RESHAPE": (_reshape_reverse, _reshape_tangent),
-    "GATHER": (_gather_reverse, _gather_tangent),
-    "SCATTER": (_scatter_reverse, _scatter_tangent),
+    "GATHER": _map_rules("GATHER", "SCATTER"),
+    "SCATTER": _map_rules("SCATTER", "GATHER"),
     "EXTERN": (_extern_reverse, _extern_tangent),
 }
 RULES.update({op.name: _ELEMENTWISE_RULES for op in ELEMENTWISE})

@@ -22,7 +22,7 @@ from . import derivatives
 from .array import Array, concatenate, stack
 from .pytree import flatten, unflatten
 from .tape import DIFFERENTIATING, state
-from .trace import Trace, _describe, pick, positions
+from .trace import Trace, pick, positions
 from .value import Traced, Value
 
 
@@ -114,25 +114,9 @@ class NestedTrace(Trace):
                              f"{cst.shapes}, the result {st.shapes}")
         return self._in_structure(derivatives.reverse(leaves, seeds, self.variables()))
 
-    def _seeds(self, vector):
-        vectors = [vector] if isinstance(self.argnum, int) else list(vector)
-        if len(vectors) != len(self.argnums):
-            raise ValueError(f"{self.name}: {len(vectors)} vectors for "
-                             f"{len(self.argnums)} arguments")
-        seeds = []
-        for k, v in zip(self.argnums, vectors):
-            st = self.structures[k]
-            values, vst = flatten(v, f"{self.name}: the vector for argument {k}")
-            if vst.node != st.node or vst.shapes != st.shapes:
-                raise ValueError(f"{self.name}: the vector for argument {k} "
-                                 "must have the argument's structure and "
-                                 f"shapes ({_describe(st)}), not {_describe(vst)}")
-            seeds += values
-        return seeds
-
     def jvp(self, vector):
         leaves, st = self.outputs()
-        tangents = derivatives.tangent(self.variables(), self._seeds(vector), leaves)
+        tangents = derivatives.tangent(self.variables(), self.vector_leaves(vector), leaves)
         return self.out, unflatten(st, [_or_zeros(tk, x) for tk, x in zip(tangents, leaves)])
 
     def _gradient_nodes(self):
@@ -144,7 +128,7 @@ class NestedTrace(Trace):
     def hvp(self, vector):
         grads = self._gradient_nodes()
         return self._in_structure(
-            derivatives.tangent(self.variables(), self._seeds(vector), grads))
+            derivatives.tangent(self.variables(), self.vector_leaves(vector), grads))
 
     def _columns(self, outs):
         """d(outs)/d(variables), one tangent sweep per variable element:
@@ -165,44 +149,32 @@ class NestedTrace(Trace):
                 columns.append(_joined([_or_zeros(t, o) for t, o in zip(ts, outs)]))
         return columns, kinds, shapes
 
-    def _matrix(self, outs, oshapes, okinds, st):
+    def _matrix(self, outs, oshapes, okinds):
         columns, kinds, shapes = self._columns(outs)
         M = sum(int(np.prod(s)) for s in oshapes)
         N = len(columns)
         if N == 0 or M == 0:
-            return self._blocks(np.zeros((M, N)), list(zip(okinds, oshapes)),
-                                list(zip(kinds, shapes)), st)
-        matrix = stack(columns, axis=1) if any(isinstance(c, Array) for c in columns) \
-            else np.stack([np.asarray(c, dtype=np.float64) for c in columns], axis=1)
-        return self._blocks(matrix, list(zip(okinds, oshapes)),
-                            list(zip(kinds, shapes)), st)
+            matrix = np.zeros((M, N))
+        elif any(isinstance(c, Array) for c in columns):
+            matrix = stack(columns, axis=1)
+        else:
+            matrix = np.stack([np.asarray(c, dtype=np.float64) for c in columns], axis=1)
+        blocks = self._blocks(matrix, list(zip(okinds, oshapes)), list(zip(kinds, shapes)))
+        return [pick(self.argnum, line) for line in blocks]
 
-    def _blocks(self, matrix, rows, cols, st):
-        out, r0 = [], 0
-        for rkind, rshape in rows:
-            m = int(np.prod(rshape))
-            line, c0 = [], 0
-            for ckind, cshape in cols:
-                n = int(np.prod(cshape))
-                block = matrix[r0:r0 + m, c0:c0 + n].reshape(rshape + cshape)
-                line.append(block.reshape(()) if rkind == ckind == "float" and
-                            isinstance(block, Array) else
-                            float(block) if rkind == ckind == "float" else block)
-                c0 += n
-            out.append(pick(self.argnum, line))
-            r0 += m
-        return out
+    def scalar_block(self, block):
+        return block.reshape(()) if isinstance(block, Array) else float(block)
 
     def jacobian(self):
         leaves, st = self.outputs()
         oshapes = [tuple(np.shape(_data(x))) for x in leaves]
-        per_leaf = self._matrix(list(leaves), oshapes, st.kinds, st)
+        per_leaf = self._matrix(list(leaves), oshapes, st.kinds)
         return unflatten(st, per_leaf) if st.node is not None else per_leaf[0]
 
     def hessian(self):
         grads = self._gradient_nodes()
         _, kinds, shapes = self._plain_variables("hessian")
-        per_leaf = self._matrix(grads, shapes, kinds, None)
+        per_leaf = self._matrix(grads, shapes, kinds)
         return pick(self.argnum, per_leaf)
 
 

@@ -223,26 +223,32 @@ class Trace:
         view = self.tape.scratch(node._i, which)
         return np.zeros(np.shape(node._d)) if view is None else view.copy()
 
-    def directions(self, vector):
-        """The tangent seed of every variable from vector (structured like
-        the differentiated arguments: one per argnum for a tuple argnum)."""
+    def vector_leaves(self, vector):
+        """vector's leaves, one per variable, after checking that it is
+        structured like the differentiated arguments (one per argnum for a
+        tuple argnum)."""
         vectors = [vector] if isinstance(self.argnum, int) else list(vector)
         if len(vectors) != len(self.argnums):
             raise ValueError(f"{self.name}: {len(vectors)} vectors for "
                              f"{len(self.argnums)} arguments")
-        seeds = []
+        leaves = []
         for k, v in zip(self.argnums, vectors):
             st = self.structures[k]
             values, vst = flatten(v, f"{self.name}: the vector for argument {k}")
-            refuse_variables(values, _through(self.name, "vector"))
             if vst.node != st.node or vst.shapes != st.shapes:
                 raise ValueError(f"{self.name}: the vector for argument {k} "
                                  "must have the argument's structure and "
                                  f"shapes ({_describe(st)}), not "
                                  f"{_describe(vst)}")
-            seeds += [np.asarray(x._d if isinstance(x, (Value, Array)) else x,
-                                 dtype=np.float64) for x in values]
-        return seeds
+            leaves += values
+        return leaves
+
+    def directions(self, vector):
+        """The tangent seed of every variable from vector, as plain arrays."""
+        values = self.vector_leaves(vector)
+        refuse_variables(values, _through(self.name, "vector"))
+        return [np.asarray(x._d if isinstance(x, (Value, Array)) else x,
+                           dtype=np.float64) for x in values]
 
     # -- sweeps ------------------------------------------------------------------
 
@@ -340,11 +346,16 @@ class Trace:
             for ckind, cshape in cols:
                 n = int(np.prod(cshape))
                 block = matrix[r0:r0 + m, c0:c0 + n].reshape(rshape + cshape)
-                line.append(float(block) if rkind == ckind == "float" else block)
+                line.append(self.scalar_block(block) if rkind == ckind == "float"
+                            else block)
                 c0 += n
             out.append(line)
             r0 += m
         return out
+
+    def scalar_block(self, block):
+        """A block of one element, between float arguments and results."""
+        return float(block)
 
     def jacobian(self):
         """Per result leaf, d(leaf)/d(argument) of shape leaf.shape +
