@@ -21,6 +21,7 @@ import numpy as np
 from . import derivatives
 from .array import Array, concatenate, stack
 from .pytree import flatten, unflatten
+from ._core import TapeError
 from .tape import DIFFERENTIATING, state
 from .trace import Trace, pick, positions
 from .value import Traced, Value
@@ -101,12 +102,24 @@ class NestedTrace(Trace):
 
     # -- derivatives --------------------------------------------------------
 
+    def _here(self):
+        """The derivatives below record on the enclosing derivative's tape:
+        only while it traces its function (a vjp function kept past it
+        would otherwise find nothing to differentiate, and give zeros)."""
+        if self.tape.closed or state.rec is not self.tape:
+            raise TapeError(
+                f"{self.name}: this derivative was taken inside another one, "
+                "and can be used only while that one traces its function "
+                "(not after it returned)")
+
     def value_and_grad(self):
+        self._here()
         out = self._scalar_node()
         return out, self._in_structure(
             derivatives.reverse([out], [1.0], self.variables()))
 
     def vjp(self, cotangent):
+        self._here()
         leaves, st = self.outputs()
         seeds, cst = flatten(cotangent, f"{self.name}: the cotangent")
         if cst.node != st.node or cst.shapes != [np.shape(_data(x)) for x in leaves]:
@@ -115,6 +128,7 @@ class NestedTrace(Trace):
         return self._in_structure(derivatives.reverse(leaves, seeds, self.variables()))
 
     def jvp(self, vector):
+        self._here()
         leaves, st = self.outputs()
         tangents = derivatives.tangent(self.variables(), self.vector_leaves(vector), leaves)
         return self.out, unflatten(st, [_or_zeros(tk, x) for tk, x in zip(tangents, leaves)])
@@ -126,6 +140,7 @@ class NestedTrace(Trace):
                     self.variables())]
 
     def hvp(self, vector):
+        self._here()
         grads = self._gradient_nodes()
         return self._in_structure(
             derivatives.tangent(self.variables(), self.vector_leaves(vector), grads))
@@ -166,12 +181,14 @@ class NestedTrace(Trace):
         return block.reshape(()) if isinstance(block, Array) else float(block)
 
     def jacobian(self):
+        self._here()
         leaves, st = self.outputs()
         oshapes = [tuple(np.shape(_data(x))) for x in leaves]
         per_leaf = self._matrix(list(leaves), oshapes, st.kinds)
         return unflatten(st, per_leaf) if st.node is not None else per_leaf[0]
 
     def hessian(self):
+        self._here()
         grads = self._gradient_nodes()
         _, kinds, shapes = self._plain_variables("hessian")
         per_leaf = self._matrix(grads, shapes, kinds)

@@ -228,3 +228,63 @@ def test_singular_second_derivatives_follow_the_C_rules():
     for f in (lambda x: abs(x) * x, lambda x: ad.relu(x) ** 2):
         for x in (-0.5, 0.7):
             assert ad.grad(ad.grad(f))(x) == pytest.approx(ad.hessian(f)(x))
+
+
+def test_tuple_argnums_and_hessian_blocks_nested():
+    f = lambda x, y: np.sin(x) * np.sum(y ** 3) + x ** 2 * y[0]     # noqa: E731
+    x, y = 0.4, np.array([0.3, -1.2])
+    # the gradient of a nested Hessian's trace, against central differences
+    def trace_of_hessian(t):
+        H = ad.hessian(f, argnum=(0, 1))(t * x, t * y)
+        return H[0][0] + H[1][1][0, 0] + H[1][1][1, 1]
+    h = 1e-5
+    cd = (_plain_trace(f, 1.0 + h, x, y) - _plain_trace(f, 1.0 - h, x, y)) / (2 * h)
+    assert ad.grad(trace_of_hessian)(1.0) == pytest.approx(cd, rel=1e-6)
+
+
+def _plain_trace(f, t, x, y):
+    H = ad.hessian(f, argnum=(0, 1))(t * x, t * y)
+    return H[0][0] + H[1][1][0, 0] + H[1][1][1, 1]
+
+
+def test_a_saved_recorded_gradient_loads_and_replays(tmp_path):
+    f = lambda x: np.sum(np.exp(np.sin(x)) * x)    # noqa: E731
+    G = ad.record(ad.grad(f), np.array([0.1, 0.2, 0.3]))
+    path = tmp_path / "grad.padt"
+    G.save(path)
+    H = ad.load(path)
+    x = np.array([0.7, -0.4, 1.1])
+    np.testing.assert_allclose(H(x), ad.grad(f)(x), rtol=1e-14)
+    np.testing.assert_allclose(H.jacobian(x), ad.hessian(f)(x), rtol=1e-13)
+
+
+def test_nested_derivatives_in_threads():
+    import threading
+    f = lambda x: np.sum(np.tanh(x) ** 3)    # noqa: E731
+    x = np.linspace(-1.0, 1.0, 5)
+    expected = ad.jacobian(ad.hessian(f))(x)
+    results = []
+
+    def work():
+        for _ in range(5):
+            results.append(ad.jacobian(ad.hessian(f))(x))
+    threads = [threading.Thread(target=work) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(results) == 10
+    for r in results:
+        np.testing.assert_array_equal(r, expected)
+
+
+def test_a_vjp_function_kept_past_its_derivative_says_so():
+    kept = []
+
+    def f(x):
+        value, vjp_fn = ad.vjp(lambda z: z ** 3)(x)
+        kept.append(vjp_fn)
+        return value
+    assert ad.grad(f)(2.0) == pytest.approx(12.0)
+    with pytest.raises(ad.TapeError, match="taken inside another"):
+        kept[0](1.0)
