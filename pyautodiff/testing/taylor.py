@@ -476,8 +476,26 @@ def sigmoid(x):
 
 # -- the ops with kinks -------------------------------------------------------------
 
-def _refuse_near(gap, scale, what):
-    if np.any(np.abs(gap) <= KINK_TOL * np.maximum(1.0, scale)):
+def _spread(x):
+    """Elementwise, the largest magnitude of any derivative x carries (in
+    every variable, nested ones too): 0 where x is a constant."""
+    if not isinstance(x, Jet):
+        return np.zeros(np.shape(x))
+    out = _spread(x.c[0])
+    for c in x.c[1:]:
+        out = np.maximum(out, np.abs(base(c)))
+        out = np.maximum(out, _spread(c))
+    return out
+
+
+def _refuse_near(gap, scale, what, moving):
+    """NearKink where gap is within KINK_TOL (relative to scale) of 0 and
+    `moving` (the derivatives of the operand, or of the difference of two)
+    is not all 0: there the sides differ.  A constant exactly on a kink
+    (relu of a structural zero, the maximum of two equal series) is no
+    choice at all."""
+    near = np.abs(gap) <= KINK_TOL * np.maximum(1.0, scale)
+    if np.any(near & (moving > 0)) or np.any(near & (gap != 0)):
         raise NearKink(f"{what} at (or within {KINK_TOL:g} of) its kink")
 
 
@@ -490,7 +508,7 @@ def relu(x):
     if not isinstance(x, Jet):
         return np.maximum(x, 0.0)
     v = base(x)
-    _refuse_near(v, np.abs(v), "relu")
+    _refuse_near(v, np.abs(v), "relu", _spread(x))
     return _masked(x, (v > 0) * 1.0)
 
 
@@ -498,7 +516,7 @@ def absolute(x):
     if not isinstance(x, Jet):
         return np.abs(x)
     v = base(x)
-    _refuse_near(v, np.abs(v), "abs")
+    _refuse_near(v, np.abs(v), "abs", _spread(x))
     return _masked(x, np.sign(v))
 
 
@@ -508,7 +526,8 @@ def _choice(pick_x):
         if not tag:
             return (np.maximum if pick_x is np.greater else np.minimum)(x, y)
         a, b = base(x), base(y)
-        _refuse_near(a - b, np.maximum(np.abs(a), np.abs(b)), fn.__name__)
+        _refuse_near(a - b, np.maximum(np.abs(a), np.abs(b)), fn.__name__,
+                     _spread(subtract(x, y)))
         m = pick_x(a, b) * 1.0
         return add(_masked(x, m), _masked(y, 1.0 - m))
     fn.__name__ = "maximum" if pick_x is np.greater else "minimum"
@@ -520,18 +539,17 @@ minimum = _choice(np.less)
 
 
 def _extreme(x, axis, keepdims, which):
-    """max or min over axis: the winner's series; a tie or a runner-up
-    within KINK_TOL is a kink."""
+    """max or min over axis: the winner's series (ties share it evenly,
+    which is a choice only where the tied series differ); a runner-up
+    within KINK_TOL of the winner is a kink."""
     v = base(x)
     best = which(v, axis=axis, keepdims=True)
-    win = (v == best)
+    win = (v == best) * 1.0
     ties = np.sum(win, axis=axis, keepdims=True)
-    if np.any(ties > 1):
-        raise NearKink(f"numpy.{which.__name__} with a tie")
-    others = np.where(win, np.inf, np.abs(v - best))
-    _refuse_near(np.min(others, axis=axis, keepdims=True) if v.ndim else np.inf,
-                 np.abs(best), f"numpy.{which.__name__}")
-    return _masked(x, win * 1.0).sum(axis=axis, keepdims=keepdims)
+    winner = _masked(x, win / ties).sum(axis=axis, keepdims=True)
+    _refuse_near(v - best, np.abs(best), f"numpy.{which.__name__}",
+                 _spread(subtract(x, winner)))
+    return winner if keepdims else _masked(x, win / ties).sum(axis=axis)
 
 
 def _reduction(which):
