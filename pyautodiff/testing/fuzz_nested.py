@@ -39,6 +39,7 @@ reference passes near a kink or out of range.
 [--strict]`` runs it.
 """
 import random
+import re
 import time
 import warnings
 
@@ -138,9 +139,15 @@ class Writer:
         if kind == "unary":
             return _unary_source(rng.choice(sorted(UNARY)), a), sa
         if kind == "binary":
-            partners = [(e, s) for e, s in pool if _broadcast(s, sa)]
-            b, sb = rng.choice(partners) if partners and rng.random() < 0.8 else \
-                (self.literal(sa), sa)
+            # itself rarely (a - a, maximum(a, a): exact ties), else another
+            # node or a constant
+            partners = [(e, s) for e, s in pool if _broadcast(s, sa) and e != a]
+            if rng.random() < 0.05:
+                b, sb = a, sa
+            elif partners and rng.random() < 0.75:
+                b, sb = rng.choice(partners)
+            else:
+                b, sb = self.literal(sa), sa
             if rng.random() < 0.5:
                 a, sa, b, sb = b, sb, a, sa
             shape = sa if sa else sb
@@ -210,8 +217,11 @@ class Writer:
             a, sa = pool[-1] if self.rng.random() < 0.5 else self.rng.choice(pool)
             e, s = self.step(a, sa, pool)
             self.assign(indent, level, e, s, pool)
+        # the last node, plus the must-use ones and the two before it, so
+        # that few lines are dead
         out = self.to_shape(*pool[-1], target)
-        for e, s in used:
+        extra = used + [t for t in pool[-3:-1] if t not in used and t[0].startswith("t")]
+        for e, s in extra:
             if e != pool[-1][0]:
                 out = f"{out} + 0.5 * {self.to_shape(e, s, target)}"
         return out
@@ -266,12 +276,25 @@ def shape_label(levels):
     return label + (f" [{', '.join(flags)}]" if flags else "")
 
 
-def random_levels(rng, max_order=4, max_depth=3):
-    while True:
+def parse_nesting(text):
+    """'grad(jvp(f))' or 'grad,jvp' -> ("grad", "jvp"), outermost first."""
+    names = tuple(n for n in re.findall(r"[a-z_]+", text) if n != "f")
+    unknown = [n for n in names if n not in ORDERS]
+    if not names or unknown:
+        raise ValueError(f"not a nesting of {', '.join(sorted(ORDERS))}: {text!r}")
+    return names
+
+
+def random_levels(rng, max_order=4, max_depth=3, nestings=None):
+    """The levels of a random nesting: of total order at most max_order and
+    depth at most max_depth, or one of `nestings` (tuples of names)."""
+    while not nestings:
         depth = rng.randint(1, max_depth)
         names = [rng.choice(sorted(ORDERS)) for _ in range(depth)]
         if sum(ORDERS[n] for n in names) <= max_order:
             break
+    else:
+        names = rng.choice(list(nestings))
     levels = []
     for i, name in enumerate(names):
         shape = rng.choice(SHAPES)
@@ -364,8 +387,8 @@ def _write_function(w, levels, i, indent):
     w.emit(indent + 1, f"return {out}")
 
 
-def random_program(rng, max_steps=5, max_order=4, seed=None):
-    levels = random_levels(rng, max_order)
+def random_program(rng, max_steps=5, max_order=4, seed=None, nestings=None):
+    levels = random_levels(rng, max_order, nestings=nestings)
     w = Writer(rng, max_steps)
     w.emit(0, f"x0 = {w.literal(levels[0].shape)}")
     _write_function(w, levels, 0, 0)
@@ -379,8 +402,9 @@ def random_program(rng, max_steps=5, max_order=4, seed=None):
 # -- checking -----------------------------------------------------------------------
 
 def reference(program):
-    """The program's result by jets; None where it passes (near) a kink,
-    leaves the ops' domains or is too large to compare."""
+    """The program's result by jets, or why there is none: "kink" where it
+    passes (near) a kink, "range" where it leaves the ops' domains or is
+    too large to compare, "error: ..." where the reference fails."""
     try:
         with np.errstate(all="raise"):
             want = program.run(taylor_api)
@@ -388,21 +412,26 @@ def reference(program):
         return "kink"
     except (FloatingPointError, OverflowError, ZeroDivisionError):
         return "range"
+    except Exception as exc:                   # noqa: BLE001 -- a finding too
+        return f"error: the reference raised {type(exc).__name__}: {exc}"
     if not np.all(np.isfinite(want)) or np.max(np.abs(want), initial=0.0) > LARGEST:
         return "range"
     return want
 
 
-def check(program):
-    """(outcome, detail): outcome "agree", "disagree", "unsupported",
-    "kink" or "range"."""
+def check(program, api=ad):
+    """(outcome, detail) of the program on api (pyautodiff; the tests pass
+    others) against the reference: outcome "agree", "disagree",
+    "unsupported", "kink" or "range"."""
     want = reference(program)
     if isinstance(want, str):
+        if want.startswith("error"):
+            return "disagree", want
         return want, None
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error")
-            got = program.run(ad)
+            got = program.run(api)
     except NotImplementedError as exc:
         return "unsupported", str(exc)
     except Exception as exc:                   # noqa: BLE001 -- any error is a finding
@@ -425,11 +454,14 @@ class Tally:
     def __init__(self):
         self.counts = {k: 0 for k in ("agree", "disagree", "unsupported", "kink", "range")}
         self.unsupported = {}
+        self.agreed = {}
         self.disagreements = []
 
     def add(self, program, outcome, detail):
         self.counts[outcome] += 1
-        if outcome == "unsupported":
+        if outcome == "agree":
+            self.agreed[program.label] = self.agreed.get(program.label, 0) + 1
+        elif outcome == "unsupported":
             n, msg = self.unsupported.get(program.label, (0, detail))
             self.unsupported[program.label] = (n + 1, msg)
         elif outcome == "disagree":
@@ -439,14 +471,23 @@ class Tally:
         return self.counts["disagree"] + (self.counts["unsupported"] if strict else 0)
 
 
+def _by_count(counts, most):
+    """The most common labels first, `most` of them."""
+    rows = sorted(counts.items(), key=lambda e: (-(e[1][0] if isinstance(e[1], tuple)
+                                                   else e[1]), e[0]))
+    return rows[:most], len(rows) - min(most, len(rows))
+
+
 def fuzz_nested(count, seed=0, max_steps=5, max_order=4, strict=False, show=5,
-                out=print):
-    """Check `count` random programs; returns the Tally."""
+                out=print, shapes=20, nestings=None):
+    """Check `count` random programs (program k drawn from the seed
+    f"{seed}/{k}"); prints the first `show` disagreements and the `shapes`
+    most common nesting shapes of each outcome; returns the Tally."""
     tally = Tally()
     t0 = time.perf_counter()
     for k in range(count):
         program = random_program(random.Random(f"{seed}/{k}"), max_steps, max_order,
-                                 seed=f"{seed}/{k}")
+                                 seed=f"{seed}/{k}", nestings=nestings)
         tally.add(program, *check(program))
     for program, detail in tally.disagreements[:show]:
         out(f"disagreement: {detail}\n{program}")
@@ -455,10 +496,16 @@ def fuzz_nested(count, seed=0, max_steps=5, max_order=4, strict=False, show=5,
         f"{c['disagree']} disagreed, {c['unsupported']} unsupported, "
         f"{c['kink'] + c['range']} skipped ({c['kink']} near a kink, "
         f"{c['range']} out of range), {time.perf_counter() - t0:.1f} s, seed {seed}")
+    rows, more = _by_count(tally.agreed, shapes)
+    out(f"agreed, by nesting shape ({len(tally.agreed)}): "
+        + ", ".join(f"{label} {n}" for label, n in rows) + (f" ... {more} more" if more else ""))
     if tally.unsupported:
-        out("unsupported (NotImplementedError), by nesting shape:")
-        for label, (n, msg) in sorted(tally.unsupported.items(), key=lambda e: -e[1][0]):
-            out(f"  {n:5d}  {label}: {msg.split(';')[0][:100]}")
+        rows, more = _by_count(tally.unsupported, shapes)
+        out(f"unsupported (NotImplementedError), by nesting shape ({len(tally.unsupported)}):")
+        for label, (n, msg) in rows:
+            out(f"  {n:5d}  {label}: {msg.split(';')[0][:90]}")
+        if more:
+            out(f"  ... and {more} more shapes")
     if strict and c["unsupported"]:
         out("--strict: unsupported nestings count as failures")
     return tally

@@ -429,7 +429,7 @@ def _power_series(a, r):
     """a ** r for a constant r (a number, ndarray or jet of a smaller
     tag): p_0 = a_0^r, k a_0 p_k = sum_{j=1..k} ((r+1) j - k) a_j p_{k-j}.
     A whole r from 0 to 8 multiplies instead, so a_0 may be 0 or negative."""
-    if np.ndim(r) == 0 and not isinstance(r, Jet) and float(r) == int(r) \
+    if not isinstance(r, Jet) and np.ndim(r) == 0 and float(r) == int(r) \
             and 0 <= int(r) <= 8:
         p = [np.ones(np.shape(base(a[0])))] + [np.zeros(np.shape(base(a[0])))] * (len(a) - 1)
         for _ in range(int(r)):
