@@ -139,3 +139,16 @@ def test_the_nestings_of_interest_are_drawn_and_have_a_reference(nesting):
         assert program.label.split(" [")[0] == nesting
         found += not isinstance(fuzz_nested.reference(program), str)
     assert found >= 10
+
+
+def test_a_wrong_second_derivative_in_pyautodiff_would_be_caught(monkeypatch):
+    """The check has teeth on the real library: a grad of a grad whose
+    inner gradient's derivative (an exact Hessian-vector product, recorded
+    as the op's rule) is 1% off disagrees."""
+    from pyautodiff import functional
+    hvp = functional.hvp
+    monkeypatch.setattr(functional, "hvp", lambda f, argnum=0: (
+        lambda *args: hvp(f, argnum)(*args) * 1.01))
+    outcomes = [check(random_program(random.Random(k), seed=k,
+                                     nestings=[("grad", "grad")]))[0] for k in range(20)]
+    assert outcomes.count("disagree") >= 5, outcomes

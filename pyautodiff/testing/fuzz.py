@@ -15,7 +15,8 @@ how many disagreed; the exit status is 1 if any disagreed.  The kinds:
   nestings of grad, jvp, vjp, hvp, jacobian, hessian, with closures) of
   scalar and small-array programs against Taylor-series jets (taylor.py).
   A nesting pyautodiff does not support (NotImplementedError) is counted
-  apart, per nesting shape, and fails the run only with --strict.
+  apart, per nesting shape, and fails the run only with --strict; --nesting
+  'grad(grad(f))' draws only that nesting.  ("all" runs the other three.)
 """
 import argparse
 import random
@@ -34,7 +35,7 @@ def main(argv=None, prog="python -m pyautodiff.testing.fuzz"):
                     help="scalar Value programs (default), array programs "
                          "(fuzz_arrays.py), second derivatives of scalar "
                          "programs (fuzz_second.py), nested derivatives "
-                         "(fuzz_nested.py), or all four")
+                         "(fuzz_nested.py), or all but nested")
     ap.add_argument("--nesting", action="append", metavar="SHAPE",
                     help="nested: draw only this nesting, e.g. 'grad(grad(f))' "
                          "(outermost first; repeatable)")
@@ -62,7 +63,7 @@ def main(argv=None, prog="python -m pyautodiff.testing.fuzz"):
         bad += fuzz_arrays.fuzz(cfg.examples, cfg.seed, cfg.max_steps or 12)[2]
     if cfg.kind in ("second", "all"):
         bad += fuzz_second.fuzz_second(cfg.examples, cfg.seed, cfg.max_steps or 20)[2]
-    if cfg.kind in ("nested", "all"):
+    if cfg.kind == "nested":            # not in "all": most nestings raise today
         nestings = [fuzz_nested.parse_nesting(n) for n in cfg.nesting or ()]
         bad += fuzz_nested.fuzz_nested(cfg.examples, cfg.seed, cfg.max_steps or 5,
                                        strict=cfg.strict, nestings=nestings

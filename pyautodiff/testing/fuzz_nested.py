@@ -249,18 +249,10 @@ class Level:
         self.outer_vector = outer_vector
 
     def results(self):
-        """(name, shape) of what the call gives the enclosing function."""
+        """(shape of the main result, [shapes of the others]) of the call:
+        the derivative, and the value for value_and_grad, jvp and vjp."""
         t, s, o = self.transform, self.shape, self.out
-        if t in ("grad", "hvp", "vjp"):
-            main = s
-        elif t == "jvp":
-            main = o
-        elif t == "jacobian":
-            main = o + s
-        elif t == "hessian":
-            main = s + s
-        else:
-            main = s
+        main = {"jvp": o, "jacobian": o + s, "hessian": s + s}.get(t, s)
         extra = {"value_and_grad": [()], "jvp": [o], "vjp": [o]}.get(t, [])
         return main, extra
 
@@ -288,13 +280,13 @@ def parse_nesting(text):
 def random_levels(rng, max_order=4, max_depth=3, nestings=None):
     """The levels of a random nesting: of total order at most max_order and
     depth at most max_depth, or one of `nestings` (tuples of names)."""
-    while not nestings:
-        depth = rng.randint(1, max_depth)
-        names = [rng.choice(sorted(ORDERS)) for _ in range(depth)]
-        if sum(ORDERS[n] for n in names) <= max_order:
-            break
-    else:
+    if nestings:
         names = rng.choice(list(nestings))
+    else:
+        while True:
+            names = [rng.choice(sorted(ORDERS)) for _ in range(rng.randint(1, max_depth))]
+            if sum(ORDERS[n] for n in names) <= max_order:
+                break
     levels = []
     for i, name in enumerate(names):
         shape = rng.choice(SHAPES)
@@ -319,7 +311,9 @@ class Program:
         self.label = shape_label(levels)
 
     def __repr__(self):
-        return f"# seed {self.seed}: {self.label}\n{self.source}"
+        """The program as a script that runs on its own."""
+        return (f"# seed {self.seed!r}: {self.label}\n"
+                f"import numpy as np\nimport pyautodiff as ad\n{self.source}")
 
     def run(self, api):
         namespace = {"np": np, "ad": api}
