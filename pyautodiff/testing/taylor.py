@@ -33,6 +33,7 @@ and ``__array_function__``; a NumPy function with no rule here raises
 TypeError naming it, and there is no ``__float__`` or ``__bool__``.
 """
 import itertools
+import operator
 
 import numpy as np
 
@@ -289,17 +290,17 @@ def mixed(f, x, vs):
 
 # -- series arithmetic ------------------------------------------------------------
 
-def _conv(a, b, k, start=0):
-    """sum over i of a_i b_{k-i}, i from start to k - start."""
-    out = a[start] * b[k - start]
-    for i in range(start + 1, k - start + 1):
-        out = out + a[i] * b[k - i]
+def _conv(a, b, k, product=operator.mul):
+    """Coefficient k of the product of two series: sum of a_i b_{k-i}."""
+    out = product(a[0], b[k])
+    for i in range(1, k + 1):
+        out = out + product(a[i], b[k - i])
     return out
 
 
 def _binary(fn):
-    """fn(a, b, tag) on the coefficient lists of lifted jets; plain
-    operands (no jet) go to NumPy."""
+    """An op of two operands: fn(a, b) on the coefficient lists of the
+    lifted jets; plain operands (no jet) go to NumPy."""
     def op(x, y):
         (x, y), tag = _lift(x, y)
         if not tag:
@@ -324,13 +325,9 @@ def multiply(a, b):
     return [_conv(a, b, k) for k in range(len(a))]
 
 
-def _matmul_series(a, b):
-    return [sum((np.matmul(a[i], b[k - i]) for i in range(1, k + 1)),
-                np.matmul(a[0], b[k])) for k in range(len(a))]
-
-
-matmul = _binary(_matmul_series)
-matmul.__name__ = "matmul"
+@_binary
+def matmul(a, b):
+    return [_conv(a, b, k, np.matmul) for k in range(len(a))]
 
 
 def _quotient(a, b):
