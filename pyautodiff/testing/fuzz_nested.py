@@ -21,8 +21,9 @@ nesting of the functional API's transforms, outermost first, e.g.::
 
 Every level is one of grad, value_and_grad, jvp, vjp, jacobian (order 1),
 hvp, hessian (order 2), the total order at most ``max_order``; an inner
-function may close over the enclosing variable, and a jvp's or hvp's
-vector or a vjp's cotangent may be computed from it.  Domains hold by
+function may close over the enclosing variable (and the one enclosing
+that), a jvp's or hvp's vector or a vjp's cotangent may be computed from
+it, and the point an inner derivative is taken at may be a constant.  Domains hold by
 construction: each unary op's operand goes through rules.py's
 ``into_domain`` (log of x*x + 0.5, exp of 2 tanh(x) ...), divisions are by
 b*b + 1, variable powers of a*a + 0.5.
@@ -238,15 +239,19 @@ class Writer:
 
 class Level:
     """One transform of the nesting: applied to F{i}(x{i}), x{i} of shape
-    `shape`, F{i}'s result of shape `out`; `closure`: F{i} also uses
-    x{i-1}; `outer_vector`: the vector or cotangent is computed from x{i-1}."""
+    `shape`, F{i}'s result of shape `out`; `closure`: the enclosing
+    variables F{i} also uses (their level numbers, () for none);
+    `outer_vector`: the vector or cotangent is computed from x{i-1};
+    `constant_point`: the point is a constant, not computed from x{i-1}."""
 
-    def __init__(self, transform, shape, out, closure, outer_vector):
+    def __init__(self, transform, shape, out, closure=(), outer_vector=False,
+                 constant_point=False):
         self.transform = transform
         self.shape = shape
         self.out = out
         self.closure = closure
         self.outer_vector = outer_vector
+        self.constant_point = constant_point
 
     def results(self):
         """(shape of the main result, [shapes of the others]) of the call:
@@ -264,7 +269,8 @@ def shape_label(levels):
         label = f"{lv.transform}({label})"
     flags = [name for name, on in
              [("closure", any(lv.closure for lv in levels)),
-              ("outer vector", any(lv.outer_vector for lv in levels))] if on]
+              ("outer vector", any(lv.outer_vector for lv in levels)),
+              ("constant point", any(lv.constant_point for lv in levels))] if on]
     return label + (f" [{', '.join(flags)}]" if flags else "")
 
 
@@ -292,11 +298,13 @@ def random_levels(rng, max_order=4, max_depth=3, nestings=None):
         shape = rng.choice(SHAPES)
         out = () if name in SCALAR or rng.random() < 0.4 else \
             rng.choice([shape, rng.choice(SHAPES)])
-        nested = i > 0
-        levels.append(Level(name, shape, out,
-                            closure=nested and rng.random() < 0.4,
-                            outer_vector=nested and name in ("jvp", "hvp", "vjp")
-                            and rng.random() < 0.3))
+        # level i + 1 may close over x{i}, and over x{i-1} too
+        closure = ()
+        if i > 0 and rng.random() < 0.4:
+            closure = (i,) if i == 1 or rng.random() < 0.7 else (i, i - 1)
+        vector = i > 0 and name in ("jvp", "hvp", "vjp") and rng.random() < 0.3
+        levels.append(Level(name, shape, out, closure, vector,
+                            constant_point=i > 0 and rng.random() < 0.1))
     return levels
 
 
@@ -358,8 +366,7 @@ def _write_function(w, levels, i, indent):
     x = f"x{n}"
     w.emit(indent, f"def F{n}({x}):")
     pool = [(x, lv.shape)]
-    if lv.closure:
-        pool.append((f"x{n - 1}", levels[i - 1].shape))
+    pool += [(f"x{j}", levels[j - 1].shape) for j in lv.closure]
     steps = w.rng.randint(0 if n < len(levels) else 1, w.max_steps)
     if n == len(levels):                     # the innermost function
         out = w.body(indent + 1, n, pool, pool, lv.out, steps)
@@ -367,7 +374,10 @@ def _write_function(w, levels, i, indent):
         return
     inner = levels[i + 1]
     _write_function(w, levels, i + 1, indent + 1)
-    p = w.body(indent + 1, n, [(x, lv.shape)], [], inner.shape, w.rng.randint(0, 2))
+    if inner.constant_point:            # x{n} reaches it by a closure or the vector only
+        p = w.literal(inner.shape)
+    else:
+        p = w.body(indent + 1, n, [(x, lv.shape)], [], inner.shape, w.rng.randint(0, 2))
     w.emit(indent + 1, f"p{n + 1} = {p}")
     v = None
     if inner.transform in ("jvp", "hvp", "vjp"):
