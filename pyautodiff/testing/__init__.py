@@ -22,12 +22,19 @@ three forward-mode methods read those rows:
   NumPy's broadcasting, whose reductions, reshapes, indexing, joins, matrix
   products and logsumexp are written there from their math.
 
+Derivatives of any order, and of derivatives, have a fourth method,
+written from the math of power series and not from the table:
+``taylor.py``, truncated Taylor series ("jets") nested to any depth, and
+``taylor_api.py``, the functional API (grad, jvp, vjp, hvp, jacobian,
+hessian) computed by them.
+
 The differential fuzzers run random programs on the tape and on the
 oracles: ``python -m pyautodiff.testing.fuzz --kind all`` (fuzz.py;
 fuzz_scalars.py, fuzz_arrays.py and fuzz_second.py are the three kinds),
-also ``python -m bench.fuzz`` in a checkout.  ``pure.py`` is a pure-Python
-engine with micrograd's semantics, the baseline of ``python -m pyautodiff``
-and of the benchmarks.
+and ``--kind nested`` (fuzz_nested.py: nestings of the functional API
+against jets), also ``python -m bench.fuzz`` in a checkout.  ``pure.py``
+is a pure-Python engine with micrograd's semantics, the baseline of
+``python -m pyautodiff`` and of the benchmarks.
 """
 from .check import check_grad
 from .dual import Dual, dual_grad

@@ -1,7 +1,7 @@
 """Differential fuzzing of the tape against the independent oracles.
 
-``python -m pyautodiff.testing.fuzz [--kind scalars|arrays|second|all]
-[--examples N] [--seed S]`` (``python -m bench.fuzz`` in a checkout) runs N
+``python -m pyautodiff.testing.fuzz [--kind scalars|arrays|second|nested|all]
+[--examples N | --count N] [--seed S] [--strict]`` (``python -m bench.fuzz`` in a checkout) runs N
 random programs of each kind and reports how many were tried, skipped and
 how many disagreed; the exit status is 1 if any disagreed.  The kinds:
 
@@ -10,25 +10,38 @@ how many disagreed; the exit status is 1 if any disagreed.  The kinds:
 - arrays (fuzz_arrays.py): Array and mixed programs against the NumPy
   forward-mode reference (arrays.py), and C replays;
 - second (fuzz_second.py): Hessian-vector and Jacobian-vector products of
-  the scalar programs against hyper-dual numbers, eagerly and replayed.
+  the scalar programs against hyper-dual numbers, eagerly and replayed;
+- nested (fuzz_nested.py): derivatives of derivatives of any order (random
+  nestings of grad, jvp, vjp, hvp, jacobian, hessian, with closures) of
+  scalar and small-array programs against Taylor-series jets (taylor.py).
+  A nesting pyautodiff does not support (NotImplementedError) is counted
+  apart, per nesting shape, and fails the run only with --strict; --nesting
+  'grad(grad(f))' draws only that nesting.  ("all" runs the other three.)
 """
 import argparse
 import random
 import sys
 
-from . import fuzz_arrays, fuzz_scalars, fuzz_second
+from . import fuzz_arrays, fuzz_nested, fuzz_scalars, fuzz_second
 
 
 def main(argv=None, prog="python -m pyautodiff.testing.fuzz"):
     ap = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
-    ap.add_argument("--examples", type=int, default=10_000,
+    ap.add_argument("--examples", "--count", type=int, default=10_000,
                     help="programs of each kind (default 10000)")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--kind", choices=("scalars", "arrays", "second", "all"),
+    ap.add_argument("--kind", choices=("scalars", "arrays", "second", "nested", "all"),
                     default="scalars",
                     help="scalar Value programs (default), array programs "
                          "(fuzz_arrays.py), second derivatives of scalar "
-                         "programs (fuzz_second.py), or all three")
+                         "programs (fuzz_second.py), nested derivatives "
+                         "(fuzz_nested.py), or all but nested")
+    ap.add_argument("--nesting", action="append", metavar="SHAPE",
+                    help="nested: draw only this nesting, e.g. 'grad(grad(f))' "
+                         "(outermost first; repeatable)")
+    ap.add_argument("--strict", action="store_true",
+                    help="nested: a nesting that raises NotImplementedError "
+                         "fails the run too")
     ap.add_argument("--arrays", action="store_const", const="arrays", dest="kind",
                     help="the same as --kind arrays")
     ap.add_argument("--max-steps", type=int, default=None,
@@ -50,6 +63,11 @@ def main(argv=None, prog="python -m pyautodiff.testing.fuzz"):
         bad += fuzz_arrays.fuzz(cfg.examples, cfg.seed, cfg.max_steps or 12)[2]
     if cfg.kind in ("second", "all"):
         bad += fuzz_second.fuzz_second(cfg.examples, cfg.seed, cfg.max_steps or 20)[2]
+    if cfg.kind == "nested":            # not in "all": most nestings raise today
+        nestings = [fuzz_nested.parse_nesting(n) for n in cfg.nesting or ()]
+        bad += fuzz_nested.fuzz_nested(cfg.examples, cfg.seed, cfg.max_steps or 5,
+                                       strict=cfg.strict, nestings=nestings
+                                       ).failures(cfg.strict)
     return 1 if bad else 0
 
 
