@@ -122,8 +122,8 @@ ELEMENTWISE = (
        "__rtruediv__",
        ("DIVC", "other"), ("RDIVC", "other")),
     Op("POW", "_pow(x, y)",
-       ("select(y * x ** (y - 1), mask('NE', y, 0.0))",
-        "select(v * log(x), mask('NE', v, 0.0))"),
+       # (no select for d/dx at y == 0: its derivative in y is x**-1 there)
+       ("y * x ** (y - 1)", "select(v * log(x), mask('NE', v, 0.0))"),
        np.power, "**", "__pow__", "__rpow__",
        ("POWC", "other"), ("RPOWC", "other")),
 

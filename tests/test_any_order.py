@@ -288,3 +288,14 @@ def test_a_vjp_function_kept_past_its_derivative_says_so():
     assert ad.grad(f)(2.0) == pytest.approx(12.0)
     with pytest.raises(ad.TapeError, match="taken inside another"):
         kept[0](1.0)
+
+
+def test_pow_where_the_exponent_is_zero():
+    # d/dx x**y = y x**(y-1) is 0 at y = 0, but its derivative in y is not:
+    # the nested rule must not cut it off there
+    f = lambda x: np.sum((np.sum(x * x) + 0.5) ** np.tanh(x))     # noqa: E731
+    x = np.array([[-0.74, 0.05], [1.15, 0.0]])
+    np.testing.assert_allclose(ad.jacobian(ad.grad(f))(x), ad.hessian(f)(x),
+                               rtol=1e-12, atol=1e-14)
+    g = lambda t: (t * t + 0.5) ** (t - 0.3)      # noqa: E731
+    assert ad.grad(ad.grad(g))(0.3) == pytest.approx(ad.hessian(g)(0.3), rel=1e-12)
