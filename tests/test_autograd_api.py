@@ -551,3 +551,15 @@ def test_names_and_imports():
                  "vector_jacobian_product", "make_ggnvp", "grad_named",
                  "checkpoint", "holomorphic_grad", "deriv", "primitive"):
         assert name in pag.__all__
+
+
+def test_multigrad_dict():
+    def f(a, b, *rest, scale=2.0, **extra):
+        return scale * (a * onp.sum(b ** 2) + sum(rest) * a + extra["c"] ** 3)
+    g = pag.multigrad_dict(f)(1.5, onp.array([0.5, -1.0]), 0.25, 0.75, c=0.5)
+    assert list(g) == ["a", "b", "rest", "scale", "extra"]
+    assert g["a"] == pytest.approx(2.0 * (1.25 + 1.0))
+    onp.testing.assert_allclose(g["b"], 2.0 * 1.5 * 2 * onp.array([0.5, -1.0]))
+    assert g["rest"] == pytest.approx((2.0 * 1.5, 2.0 * 1.5))
+    assert g["scale"] == pytest.approx(1.5 * 1.25 + 1.0 * 1.5 + 0.125)
+    assert g["extra"]["c"] == pytest.approx(2.0 * 3 * 0.25)

@@ -36,7 +36,7 @@ __all__ = ["grad", "value_and_grad", "elementwise_grad", "jacobian",
            "hessian", "hessian_vector_product", "hessian_tensor_product",
            "make_vjp", "make_jvp", "grad_and_aux", "deriv", "make_hvp",
            "tensor_jacobian_product", "vector_jacobian_product",
-           "make_ggnvp", "grad_named", "checkpoint", "holomorphic_grad",
+           "make_ggnvp", "grad_named", "multigrad_dict", "checkpoint", "holomorphic_grad",
            "primitive", "dict", "isinstance", "list", "tuple", "type"]
 
 
@@ -138,6 +138,37 @@ def grad_named(fun, argname):
         raise ValueError(f"grad_named: {getattr(fun, '__name__', fun)} has no "
                          f"argument named {argname!r} (it has {names})")
     return grad(fun, names.index(argname))
+
+
+def multigrad_dict(fun):
+    """g(*args, **kwargs) -> {name: gradient} of scalar fun with respect to
+    every one of its arguments at once (defaults included; *args as a
+    tuple, **kwargs as a dict), keyed by the signature's names in order."""
+    sig = _inspect.signature(fun)
+    kinds = {name: p.kind for name, p in sig.parameters.items()}
+
+    def call(arguments):
+        args, kwargs = [], {}
+        for name, value in arguments.items():
+            kind = kinds[name]
+            if kind == _inspect.Parameter.VAR_POSITIONAL:
+                args.extend(value)
+            elif kind == _inspect.Parameter.VAR_KEYWORD:
+                kwargs.update(value)
+            elif kind == _inspect.Parameter.KEYWORD_ONLY:
+                kwargs[name] = value
+            else:
+                args.append(value)
+        return fun(*args, **kwargs)
+
+    def gradfun(*args, **kwargs):
+        bound = sig.bind(*args, **kwargs)
+        bound.apply_defaults()
+        arguments = {name: (_py.tuple(v) if kinds[name] == _inspect.Parameter.VAR_POSITIONAL
+                            else v) for name, v in bound.arguments.items()}
+        return grad(call)(arguments)
+    gradfun.__name__ = f"multigrad_dict_{getattr(fun, '__name__', 'fun')}"
+    return gradfun
 
 
 def checkpoint(fun):
