@@ -366,9 +366,11 @@ _BY_CODE = {OPS[name]: rules for name, rules in RULES.items()}
 # -- the sweeps ---------------------------------------------------------------------
 
 def _span(t, starts, ends):
+    """The entries from the first of starts to the last of starts and ends
+    (an output may come before a variable: f(a, b) = a)."""
     t.flush()
     lo = min(n._i for n in starts)
-    hi = max(n._i for n in ends)
+    hi = max(max(n._i for n in ends), max(n._i for n in starts))
     return lo, hi
 
 
@@ -409,8 +411,6 @@ def reverse(outs, cotangents, wrt):
     if not live or not wrt:
         return [None] * len(wrt)
     lo, hi = _span(t, wrt, [o for o, _ in live])
-    if hi < lo:
-        return [None] * len(wrt)
     entries = stretch(t, lo, hi)
     wpos = [w._i - lo for w in wrt]
     dep = _depending(entries, lo, wpos)
@@ -448,8 +448,6 @@ def tangent(wrt, seeds, outs):
     if not moving or not nodes:
         return [None] * len(outs)
     lo, hi = _span(t, [w for w, _ in moving], nodes)
-    if hi < lo:
-        return [None] * len(outs)
     entries = stretch(t, lo, hi)
     tan = {}
     for w, s in moving:

@@ -299,3 +299,11 @@ def test_pow_where_the_exponent_is_zero():
                                rtol=1e-12, atol=1e-14)
     g = lambda t: (t * t + 0.5) ** (t - 0.3)      # noqa: E731
     assert ad.grad(ad.grad(g))(0.3) == pytest.approx(ad.hessian(g)(0.3), rel=1e-12)
+
+
+def test_an_output_recorded_before_a_variable():
+    # f(a, b) = a: its result comes before b on the tape
+    assert ad.grad(lambda x: ad.grad(lambda a, b: a * b, argnum=(0, 1))(x, 2.0)[1])(1.5) == 1.0
+    assert ad.grad(lambda x: ad.grad(lambda a, b: a, argnum=(0, 1))(x, 2.0)[0])(1.0) == 0.0
+    _, t = ad.jvp(lambda x: ad.jvp(lambda a, b: a, argnum=(0, 1))(x, 2.0, (1.0, 1.0))[1])(1.0, 1.0)
+    assert t == 0.0

@@ -160,7 +160,8 @@ def _record(f_raw, rules, args, kwargs, traced):
         full = layout.full_args(values)
         if rules.vjp is None:
             raise _undefined(name, "VJP", traced, "defvjp")
-        g = float(g) if np.ndim(g) == 0 else g
+        if np.ndim(g) == 0 and not _traced(g):
+            g = float(g)          # (a traced one is a derivative's, nested)
         cts = list(rules.vjp(tuple(traced), ans, full, kwargs)(g))
         if len(cts) != len(traced):
             raise ValueError(f"the VJP of {name} gave {len(cts)} cotangents for "
@@ -174,14 +175,17 @@ def _record(f_raw, rules, args, kwargs, traced):
                                  for t, v in zip(tangents, values)])
         # a tangent that is zero adds nothing (each rule is linear in it):
         # constants need no rule
-        moving = [(k, t) for k, t in zip(traced, per) if np.any(t)]
+        moving = [(k, t) for k, t in zip(traced, per)
+                  if _traced(t) or np.any(t)]
         if not moving:
             return np.zeros(np.shape(ans))
         if rules.jvp is None:
             raise _undefined(name, "JVP", [k for k, _ in moving], "defjvp")
         argnums, gs = zip(*moving)
         out = rules.jvp(argnums, list(gs), ans, full, kwargs)
-        return np.broadcast_to(out, np.shape(ans)) if np.ndim(out) == 0 else out
+        if np.shape(ans) != () and np.ndim(out) == 0:
+            return out * np.ones(np.shape(ans))
+        return out
 
     return custom_op(forward, vjp, jvp)(*layout.inputs)
 

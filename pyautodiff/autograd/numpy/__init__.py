@@ -13,10 +13,10 @@ import builtins as _builtins
 
 import numpy as _np
 from numpy import *          # noqa: F401,F403  NumPy's namespace
-from numpy import fft, linalg, random  # noqa: F401
+from . import fft, linalg, random  # noqa: F401  (as packages: import ...numpy.random)
 
-from ..array import Array as _Array, stack as _stack
-from ..value import Value as _Value
+from ...array import Array as _Array, stack as _stack
+from ...value import Value as _Value
 
 # from here on, NumPy's names (any, sum, max ...) shadow the builtins
 
