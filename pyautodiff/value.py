@@ -475,6 +475,12 @@ class Traced(Value):
 
     data = property(lambda self: self._read(".data"), Value.data.fset)
 
+    # what NumPy's float64 (and an autograd box of a float) answers
+    shape = ()
+    ndim = 0
+    size = 1
+    dtype = np.dtype(np.float64)
+
     def __eq__(self, other):
         return _compare(self, other, "==")
 

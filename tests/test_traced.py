@@ -315,3 +315,13 @@ def test_str_of_a_traced_scalar_is_the_floats_and_pins_in_a_recording():
     assert F(2.5) == 2.5 * 3
     with pytest.raises(ad.BranchError):
         F(3.25)
+
+
+def test_a_traced_scalar_has_numpys_scalar_attributes():
+    seen = []
+
+    def f(x):
+        seen.append((x.shape, x.ndim, x.size, x.dtype))
+        return x * x
+    assert ad.grad(f)(3.0) == 6.0
+    assert seen == [((), 0, 1, np.dtype(np.float64))]
