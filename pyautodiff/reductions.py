@@ -7,7 +7,8 @@ import math
 import numpy as np
 
 from . import _core
-from .array import Array, _asarray, _detached, _new, _operand, normalize_axis_tuple
+from .array import (Array, _asarray, _constant_result, _detached, _new, _operand,
+                    normalize_axis_tuple)
 from .extern import ExternRule, record_extern
 from .tape import NO_GRAD, recording_tape
 
@@ -96,8 +97,13 @@ def var(a, axis=None, ddof=0, keepdims=False):
     NumPy gives)."""
     a = _asarray(a)
     m = a.mean(axis=axis, keepdims=True)
-    d = a - m
     n = a.size // m.size if m.size else 0
+    if n == 1 and ddof == 0:
+        # each element is its own mean: 0 whatever the values, so its
+        # derivative is 0 too (sqrt(var) would otherwise give inf * 0)
+        shape = np.shape(np.var(np.zeros(a.shape), axis=axis, keepdims=keepdims))
+        return _constant_result(np.zeros(shape))
+    d = a - m
     return (d * d).sum(axis=axis, keepdims=keepdims) / float(max(n - ddof, 0))
 
 

@@ -119,6 +119,16 @@ def test_var_with_no_degrees_of_freedom_is_numpys_inf_or_nan():
         assert np.isnan(ad.Array([1.0, 1.0]).var(ddof=2).data)
 
 
+def test_the_spread_of_one_element_is_zero_with_a_zero_derivative():
+    # (sqrt of a variance that is 0 whatever the values: inf * 0 otherwise)
+    assert ad.grad(np.std)(3.5) == 0.0
+    np.testing.assert_array_equal(
+        ad.grad(lambda x: np.std(x, axis=0).sum() + np.var(x, axis=0).sum())(X[:1]),
+        np.zeros_like(X[:1]))
+    assert ad.grad(ad.grad(lambda x: np.std(x) + x))(0.5) == 0.0
+    np.testing.assert_array_equal(np.std(ad.Array(X[:1]), axis=0).data, np.zeros(X.shape[1:]))
+
+
 def test_float_dtypes_keep_the_trace_in_float64():
     a = ad.Array(X)
     for dtype in (np.float32, np.float16, "float64", float):
