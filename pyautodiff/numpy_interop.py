@@ -7,7 +7,7 @@ import sys
 
 import numpy as np
 
-from . import array as _array
+from . import array as _array, numpy_shapes
 from .array import Array
 from .guards import decide as _decide, takes_guards
 from .matmul import matmul
@@ -290,6 +290,7 @@ _FUNCTIONS = {
     np.any: lambda a, axis=None, **kw: _decision(a, "any", axis, kw),
     np.all: lambda a, axis=None, **kw: _decision(a, "all", axis, kw),
 }
+_FUNCTIONS.update(numpy_shapes.NUMPY_FUNCTIONS)
 
 
 def _decision(a, name, axis, kwargs):

@@ -41,3 +41,8 @@ def array(obj, *args, **kwargs):
     if _traced(obj):
         return _stacked(obj)
     return _np.array(obj, *args, **kwargs)
+
+
+# np.r_[a, b] and np.c_[a, b] of traced pieces: one traced Array (NumPy's
+# own r_ and c_ are objects that no dispatch reaches)
+from ...numpy_shapes import r_, c_  # noqa: E402,F811
