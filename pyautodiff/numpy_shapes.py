@@ -267,6 +267,12 @@ def full_like(a, fill_value, dtype=None, order="K", subok=True, shape=None):
     return np.full_like(_array._plain(a), fill_value, dtype, order, subok, shape)
 
 
+def copyto(dst, src, casting="same_kind", where=True):
+    raise TypeError("numpy.copyto writes into an ndarray: in-place NumPy "
+                    "operations cannot record a derivative (np.full_like(ndarray, "
+                    "traced) calls it: pass an Array, or use np.broadcast_to)")
+
+
 NUMPY_FUNCTIONS = {
     np.reshape: reshape, np.ravel: ravel,
     np.atleast_1d: _at_least(np.atleast_1d),
@@ -288,7 +294,7 @@ NUMPY_FUNCTIONS = {
     np.vstack: _stacking(np.vstack), np.hstack: _stacking(np.hstack),
     np.dstack: _stacking(np.dstack), np.column_stack: _stacking(np.column_stack),
     np.append: append, np.choose: choose, np.select: select,
-    np.full_like: full_like,
+    np.full_like: full_like, np.copyto: copyto,
 }
 
 
@@ -316,13 +322,13 @@ class AxisConcatenator:
         traced = [i for i, x in enumerate(items) if _array._holds_traced(x)]
         if not traced:
             return self._numpy[key]
+        if isinstance(items[0], str) and items[0] in ("r", "c"):
+            raise NotImplementedError("numpy.r_ / numpy.c_ in matrix mode "
+                                      "('r' or 'c') of traced pieces")
         pieces = [_asarray(items[i]) for i in traced]
 
         def run(replace):
             out = self._numpy[tuple(replace.get(i, x) for i, x in enumerate(items))]
-            if isinstance(out, np.matrix):
-                raise NotImplementedError("numpy.r_ / numpy.c_ in matrix mode "
-                                          "('r' or 'c') of traced pieces")
             return np.asarray(out, dtype=np.float64)
         constant = run({i: np.zeros(p.shape) for i, p in zip(traced, pieces)})
         codes, start = {}, 1
