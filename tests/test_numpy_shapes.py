@@ -270,3 +270,17 @@ def test_record_replays_a_layout():
     f = ad.record(lambda x: np.sum(np.vstack([np.flip(x), np.tril(x)]) ** 2), A23)
     y = A23 + 1.0
     np.testing.assert_allclose(f(y), np.sum(np.vstack([np.flip(y), np.tril(y)]) ** 2))
+
+
+def test_index_arrays_and_float_dtypes():
+    x = ad.Array(A23)
+    i = ad.Array(np.array([2.0, 0.0]))          # an Array of indices
+    np.testing.assert_array_equal(np.take(x, i, axis=1).data, np.take(A23, [2, 0], axis=1))
+    np.testing.assert_array_equal(np.concatenate([x, x], dtype=np.float32).data,
+                                  np.concatenate([A23, A23]))
+    np.testing.assert_array_equal(np.trace(x, dtype=float).data, np.trace(A23))
+
+    def f(t):               # np.array of traced Arrays inside a derivative
+        return np.sum(np.array([t, 2 * t]) ** 2)
+    t = np.array([1.0, -2.0])
+    np.testing.assert_allclose(ad.grad(f)(t), 10 * t)
