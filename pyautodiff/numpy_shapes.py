@@ -233,6 +233,28 @@ def stack(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
     return _array.stack(_sequence_of("stack", arrays), axis)
 
 
+def insert(arr, obj, values, axis=None):
+    obj = _plain_index(obj)
+    return combined([arr, values], lambda a, v: np.insert(a, obj, v, axis))
+
+
+def block(arrays):
+    """np.block of nested lists of pieces: the pieces numbered in order."""
+    pieces = []
+
+    def numbered(x):
+        if isinstance(x, list):
+            return [numbered(e) for e in x]
+        pieces.append(x)
+        return len(pieces) - 1
+
+    structure = numbered(arrays)
+
+    def rebuilt(x, codes):
+        return [rebuilt(e, codes) for e in x] if isinstance(x, list) else codes[x]
+    return combined(pieces, lambda *codes: np.block(rebuilt(structure, codes)))
+
+
 def append(arr, values, axis=None):
     return combined([arr, values], lambda a, v: np.append(a, v, axis))
 
@@ -293,7 +315,10 @@ NUMPY_FUNCTIONS = {
     np.concatenate: concatenate, np.stack: stack,
     np.vstack: _stacking(np.vstack), np.hstack: _stacking(np.hstack),
     np.dstack: _stacking(np.dstack), np.column_stack: _stacking(np.column_stack),
-    np.append: append, np.choose: choose, np.select: select,
+    np.append: append, np.insert: insert, np.block: block,
+    np.delete: _one(np.delete, 1), np.resize: _one(np.resize),
+    np.permute_dims: _one(np.permute_dims),
+    np.matrix_transpose: _one(np.matrix_transpose), np.unstack: _one(np.unstack), np.choose: choose, np.select: select,
     np.full_like: full_like, np.copyto: copyto,
 }
 
