@@ -1,9 +1,10 @@
 """NumPy for autograd programs (``import pyautodiff.autograd.numpy as np``).
 
 pyautodiff's Arrays take part in NumPy's own dispatch (``__array_ufunc__``,
-``__array_function__``), so this module is NumPy itself, plus the one thing
-that dispatch cannot do: ``np.array([x, y])`` of traced numbers builds a
-traced array (autograd programs write this often).  Called on plain
+``__array_function__``), so this module is NumPy itself, plus what that
+dispatch cannot reach: ``np.array([x, y])`` of traced numbers builds a
+traced array (autograd programs write this often), and so do ``np.r_[a, b]``
+and ``np.c_[a, b]`` of traced pieces.  Called on plain
 inputs, every function here returns exactly what NumPy returns, so the
 module's own helpers keep private names: a public one would shadow NumPy's
 (an imported ``stack`` returns an Array even for ndarrays, and so would
