@@ -861,16 +861,19 @@ def _constant_result(values):
 
 def _index(index):
     """An index as NumPy takes it: a mask Array (a comparison's result) as a
-    boolean array, other Arrays as integer arrays.  Inside ad.record a mask
+    boolean array, other Arrays as integer arrays.  Inside ad.record either
     is a guard: the elements it picks depend on the values."""
     if not isinstance(index, Array):
         return index
     t = index._t
+    guarded = t is not NO_GRAD and not t.closed and index._i >= 0 and \
+        t.guards is not None
     if is_mask(index):
         mask = index._d.astype(bool)
-        if t is not NO_GRAD and not t.closed and index._i >= 0 and \
-                t.guards is not None:
+        if guarded:
             t.guard(index, index._d.copy(), "a boolean mask used as an index")
         return mask
+    if guarded:
+        t.guard(index, index._d.copy(), "an Array used as an index")
     return index._d.astype(np.intp) if index._d.dtype.kind == "f" and \
         np.all(index._d == np.round(index._d)) else index._d

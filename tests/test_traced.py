@@ -325,3 +325,14 @@ def test_a_traced_scalar_has_numpys_scalar_attributes():
         return x * x
     assert ad.grad(f)(3.0) == 6.0
     assert seen == [((), 0, 1, np.dtype(np.float64))]
+
+
+def test_an_array_used_as_an_index_is_a_guard_in_a_recording():
+    def f(x):
+        idx = ad.relu(x - 1.0)            # integral at the points below
+        return np.sum(x[idx] * x)
+    F = ad.record(f, np.array([1.0, 2.0, 0.0]))
+    # idx = [0, 1, 0]: x[idx] * x = [1, 4, 0]
+    assert F(np.array([1.0, 2.0, 0.0])) == 5.0
+    with pytest.raises(ad.BranchError, match="index"):
+        F(np.array([2.0, 2.0, 0.0]))
