@@ -8,6 +8,7 @@ import sys
 import numpy as np
 
 from . import array as _array
+from . import numpy_elementwise
 from .array import Array
 from .guards import decide as _decide, takes_guards
 from .matmul import matmul
@@ -38,6 +39,7 @@ _OTHER_UFUNCS = {np.maximum: _array.maximum, np.minimum: _array.minimum,
                  np.remainder: lambda x, y: _remainder(x, y),
                  np.fmod: lambda x, y: _remainder(x, y, "numpy.fmod"),
                  np.divmod: lambda x, y: (np.floor_divide(x, y), _remainder(x, y))}
+_OTHER_UFUNCS.update(numpy_elementwise.NUMPY_UFUNCS)
 
 
 def _remainder(x, y, name="numpy.remainder"):
@@ -290,6 +292,9 @@ _FUNCTIONS = {
     np.any: lambda a, axis=None, **kw: _decision(a, "any", axis, kw),
     np.all: lambda a, axis=None, **kw: _decision(a, "all", axis, kw),
 }
+
+
+_FUNCTIONS.update(numpy_elementwise.NUMPY_FUNCTIONS)
 
 
 def _decision(a, name, axis, kwargs):
