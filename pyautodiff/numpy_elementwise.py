@@ -92,10 +92,14 @@ def _array_binary(name, x, y):
 
 def _binary(name):
     def fn(x, y):
-        if isinstance(x, Array) or isinstance(y, Array) or \
-                np.ndim(_array._plain(x)) or np.ndim(_array._plain(y)):
+        """Of Values and numbers a Value; with an Array or an ndarray an
+        Array (as ad.maximum's); of plain operands NumPy's."""
+        if not (_is_traced(x) or _is_traced(y)):
+            return _BINARY[name][1](x, y)
+        if isinstance(x, (Array, np.ndarray, list)) or isinstance(y, (Array, np.ndarray, list)):
             return _array_binary(name, x, y)
         return _scalar_binary(name, x, y)
+    fn.__name__ = fn.__qualname__ = name.lower()
     return fn
 
 
@@ -237,11 +241,12 @@ def _public(numpy_fn):
     return fn
 
 
-# NumPy's names that pyautodiff has no function of its own for
+# NumPy's names that pyautodiff has no function of its own for: NumPy's
+# functions, and the binary C ops' own
 _EXPORTED = (
-    "absolute fabs negative reciprocal square exp2 log2 log10 logaddexp "
-    "logaddexp2 arctan2 hypot deg2rad rad2deg degrees radians sinc power "
+    "absolute fabs negative reciprocal square exp2 log2 log10 "
+    "logaddexp2 deg2rad rad2deg degrees radians sinc power "
     "float_power true_divide divide mod remainder fmod fmax fmin nan_to_num "
     "sign floor ceil round rint trunc").split()
-__all__ = list(_EXPORTED)
+__all__ = list(_EXPORTED) + ["arctan2", "hypot", "logaddexp"]
 globals().update({name: _public(getattr(np, name)) for name in _EXPORTED})
