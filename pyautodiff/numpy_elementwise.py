@@ -18,7 +18,7 @@ from . import _core
 from . import array as _array
 from . import value as _value
 from .array import Array
-from .derivatives import mask, select
+from .derivatives import mask
 from .guards import takes_guards
 from .tape import NO_GRAD, recording_tape
 from .value import Value
@@ -57,12 +57,20 @@ def _minimum(x, y):
 # op: (its value on Python floats, NumPy's ufunc)
 _BINARY = {"ARCTAN2": (math.atan2, np.arctan2), "HYPOT": (math.hypot, np.hypot),
            "LOGADDEXP": (_logaddexp, np.logaddexp),
-           "MAXIMUM": (_maximum, np.maximum), "MINIMUM": (_minimum, np.minimum)}
+           "MAXIMUM": (_maximum, np.maximum), "MINIMUM": (_minimum, np.minimum),
+           # the masks and the selection that the composites decide with
+           "LT": (lambda x, y: float(x < y), np.less),
+           "EQ": (lambda x, y: float(x == y), np.equal),
+           "NE": (lambda x, y: float(x != y), np.not_equal),
+           "SELECT": (lambda x, m: x if m != 0.0 else 0.0, None)}
 
 
 def _scalar_binary(name, x, y):
-    """The C op name of two scalars, one of them a Value: a Value."""
+    """The C op name of two scalars: a Value of the class of the Value
+    operand (a plain float where neither is one)."""
     scalar, _ = _BINARY[name]
+    if not (isinstance(x, Value) or isinstance(y, Value)):
+        return scalar(float(x), float(y))
     cls = (x if isinstance(x, Value) else y).__class__
     t = recording_tape()
     xs, ys = _value._operand(x, t), _value._operand(y, t)
@@ -70,7 +78,7 @@ def _scalar_binary(name, x, y):
         raise TypeError(f"numpy.{name.lower()}: operands must be real numbers")
     d = scalar(float(_array._plain(xs)), float(_array._plain(ys)))
     if not (isinstance(xs, Value) or isinstance(ys, Value)):
-        return _value._detached(cls, d)
+        return _value._detached(cls, d)         # under no_grad
     # both recorded before either index is read (a record may compact)
     if not isinstance(xs, Value):
         xs = t.record(cls, OPS["LEAF"], -1, -1, float(xs), float(xs))
@@ -155,8 +163,23 @@ def float_power(x, y):
     return x ** y                       # traced values are float64 already
 
 
+def _mask(op, x, y):
+    """The comparison op (LT, EQ, NE) as 1.0/0.0: recorded, so a replay
+    recomputes it; of Values a Value of their class."""
+    if isinstance(x, Array) or isinstance(y, Array):
+        return mask(op, x, y)
+    return _scalar_binary(op, x, y)
+
+
+def _select(z, m):
+    """z where the mask m is 1, else 0 (and no derivative, nor NaN, from z)."""
+    if isinstance(z, Array) or isinstance(m, Array):
+        return _array._select(z, m)
+    return _scalar_binary("SELECT", z, m)
+
+
 def _nan(x):
-    return mask("NE", x, x)
+    return _mask("NE", x, x)
 
 
 def fmax(x, y):
@@ -173,9 +196,9 @@ def _choose(x, y, both):
     x, y = (_array._constant(v) if isinstance(v, (np.ndarray, list)) else v
             for v in (x, y))
     xn, yn = _nan(x), _nan(y)
-    neither = mask("EQ", xn + yn, 0.0)
+    neither = _mask("EQ", xn + yn, 0.0)
     # y NaN: x (NaN too where both are); x NaN and y not: y
-    return select(both(x, y), neither) + select(x, yn) + select(y, mask("LT", yn, xn))
+    return _select(both(x, y), neither) + _select(x, yn) + _select(y, _mask("LT", yn, xn))
 
 
 def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
@@ -185,9 +208,9 @@ def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
     neginf = -big if neginf is None else float(neginf)
     if not takes_guards(x) and np.isfinite(_array._plain(x)).all():
         return x                # nothing to replace (a recording keeps the masks)
-    out = select(x, mask("LT", abs(x), math.inf))
-    for value, where in ((float(nan), _nan(x)), (posinf, mask("EQ", x, math.inf)),
-                         (neginf, mask("EQ", x, -math.inf))):
+    out = _select(x, _mask("LT", abs(x), math.inf))
+    for value, where in ((float(nan), _nan(x)), (posinf, _mask("EQ", x, math.inf)),
+                         (neginf, _mask("EQ", x, -math.inf))):
         if value != 0.0:
             out = out + where * value
     return out
@@ -204,14 +227,14 @@ def sinc(x):
         return np.sinc(x)
     if isinstance(x, (np.ndarray, list)):
         x = _array._constant(x)
-    zero = mask("EQ", x, 0.0)
+    zero = _mask("EQ", x, 0.0)
     px = x * math.pi
     s = px + zero                       # 1 where x is 0: no 0/0 computed
     u = px * px
     series = _SINC_SERIES[-1]
     for k in _SINC_SERIES[-2::-1]:
         series = series * u + k
-    return select(np.sin(s) / s, mask("NE", x, 0.0)) + select(series, zero)
+    return _select(np.sin(s) / s, _mask("NE", x, 0.0)) + _select(series, zero)
 
 
 # -- NumPy's dispatch and ad.NAME ------------------------------------------------
