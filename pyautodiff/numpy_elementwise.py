@@ -211,8 +211,8 @@ def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
     out = _select(x, _mask("LT", abs(x), math.inf))
     for value, where in ((float(nan), _nan(x)), (posinf, _mask("EQ", x, math.inf)),
                          (neginf, _mask("EQ", x, -math.inf))):
-        if value != 0.0:
-            out = out + where * value
+        if value != 0.0:        # (a selection: where * value could overflow)
+            out = out + _select(value, where)
     return out
 
 
@@ -249,6 +249,8 @@ NUMPY_UFUNCS = {
     np.deg2rad: deg2rad, np.radians: deg2rad,
     np.rad2deg: rad2deg, np.degrees: rad2deg,
     np.float_power: float_power, np.fmax: fmax, np.fmin: fmin,
+    # of Values a Value, as np.add's (of Arrays the same entries as ad.maximum)
+    np.maximum: _max2, np.minimum: _min2,
 }
 NUMPY_FUNCTIONS = {np.sinc: sinc, np.nan_to_num: nan_to_num}
 
