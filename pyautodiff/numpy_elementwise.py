@@ -163,6 +163,28 @@ def float_power(x, y):
     return x ** y                       # traced values are float64 already
 
 
+_NO_VALUE = object()
+
+
+def clip(a, a_min=_NO_VALUE, a_max=_NO_VALUE, out=None, *, min=None, max=None):
+    """np.clip: minimum(maximum(a, a_min), a_max), either bound None; of a
+    Value and numbers a Value."""
+    if out is not None:
+        raise TypeError("numpy.clip(out=...) writes into an ndarray: in-place "
+                        "operations cannot record a derivative")
+    lo = min if a_min is _NO_VALUE else a_min
+    hi = max if a_max is _NO_VALUE else a_max
+    if (a_min is not _NO_VALUE and min is not None) or \
+            (a_max is not _NO_VALUE and max is not None):
+        raise TypeError("numpy.clip: a bound given twice (a_min and min, or a_max and max)")
+    out = a
+    if lo is not None:
+        out = _max2(out, lo)
+    if hi is not None:
+        out = _min2(out, hi)
+    return out
+
+
 def _mask(op, x, y):
     """The comparison op (LT, EQ, NE) as 1.0/0.0: recorded, so a replay
     recomputes it; of Values a Value of their class."""
@@ -252,7 +274,7 @@ NUMPY_UFUNCS = {
     # of Values a Value, as np.add's (of Arrays the same entries as ad.maximum)
     np.maximum: _max2, np.minimum: _min2,
 }
-NUMPY_FUNCTIONS = {np.sinc: sinc, np.nan_to_num: nan_to_num}
+NUMPY_FUNCTIONS = {np.sinc: sinc, np.nan_to_num: nan_to_num, np.clip: clip}
 
 
 def _public(numpy_fn):

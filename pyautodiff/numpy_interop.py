@@ -240,6 +240,8 @@ def apply_ufunc(ufunc, method, inputs, kwargs):
         if method != "__call__":
             raise _no_rule(f"{_public_name(ufunc)}.{method}")
         raise _in_place(_public_name(ufunc))
+    if ufunc not in _NO_DERIVATIVE_UFUNCS:
+        _check_ufunc_arguments(ufunc, kwargs)
     if ufunc in _BINARY_UFUNCS:
         return _binary(_BINARY_UFUNCS[ufunc], *_operands(inputs))
     if ufunc in _UNARY_UFUNCS:
@@ -249,6 +251,19 @@ def apply_ufunc(ufunc, method, inputs, kwargs):
     if ufunc in _NO_DERIVATIVE_UFUNCS:      # (their inputs as they came)
         return _nondifferentiable(ufunc, inputs, kwargs)
     raise _no_rule(_public_name(ufunc))
+
+
+def _check_ufunc_arguments(ufunc, kwargs):
+    """A recorded ufunc computes in float64 everywhere: where= (other than
+    True), another dtype, or any other argument raises instead of being
+    silently ignored."""
+    for key, value in kwargs.items():
+        if key == "out" and value is None or key == "where" and value is True:
+            continue
+        if key == "dtype" and (value is None or np.dtype(value) == np.float64):
+            continue
+        raise TypeError(f"{_public_name(ufunc)}({key}=...) of traced values: "
+                        f"pyautodiff has no derivative rule for the argument {key}")
 
 
 def _reduction(name):

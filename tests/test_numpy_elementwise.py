@@ -370,3 +370,22 @@ def test_unsupported_calls_name_the_function():
         np.hypot(a, a, out=np.empty(2))
     with pytest.raises(TypeError, match="numpy.arctan2.outer"):
         np.arctan2.outer(a, a)
+    # arguments a recording would silently ignore
+    with pytest.raises(TypeError, match=r"numpy.tan\(where=...\)"):
+        np.tan(a, where=np.array([True, False]))
+    with pytest.raises(TypeError, match=r"numpy.logaddexp\(dtype=...\)"):
+        np.logaddexp(a, a, dtype=np.float32)
+    with pytest.raises(TypeError, match="numpy.clip"):
+        np.clip(a, 0.0, 1.0, out=np.empty(2))
+    np.testing.assert_array_equal(np.tan(a, dtype=np.float64).data, np.tan(a.data))
+
+
+def test_clip_of_values_is_a_value_and_takes_numpys_keywords():
+    out = np.clip(ad.Value(1.5), 0.0, 1.0)
+    assert isinstance(out, ad.Value) and out.data == 1.0
+    assert ad.grad(lambda t: np.clip(t, 0.0, 1.0))(0.5) == 1.0
+    assert ad.grad(lambda t: np.clip(t, 0.0, 1.0))(1.5) == 0.0
+    x = _WIDE
+    np.testing.assert_array_equal(np.clip(ad.Array(x), max=0.5).data, np.clip(x, max=0.5))
+    np.testing.assert_array_equal(np.clip(ad.Array(x), -0.4, None).data, np.clip(x, -0.4, None))
+    np.testing.assert_array_equal(ad.grad(lambda a: np.sum(np.clip(a, min=-0.4)))(x), x > -0.4)
