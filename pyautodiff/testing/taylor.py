@@ -591,6 +591,38 @@ def relu(x):
     return _masked(x, (v > 0) * 1.0)
 
 
+def hypot(x, y):
+    """sqrt(x^2 + y^2)."""
+    if not (isinstance(x, Jet) or isinstance(y, Jet)):
+        return np.hypot(x, y)
+    return sqrt(add(multiply(x, x), multiply(y, y)))
+
+
+def logaddexp(x, y):
+    """log(e^x + e^y), the larger constant term m taken out: m + log(e^(x-m)
+    + e^(y-m)), so that nothing overflows."""
+    if not (isinstance(x, Jet) or isinstance(y, Jet)):
+        return np.logaddexp(x, y)
+    m = np.maximum(base(x), base(y))
+    return add(m, log(add(exp(subtract(x, m)), exp(subtract(y, m)))))
+
+
+def arctan2(x, y):
+    """The angle of the point (y, x) (NumPy's order): its derivative in t is
+    h = (y x' - x y') / (x^2 + y^2), so f_0 = arctan2(x_0, y_0) and
+    f_k = h_{k-1} / k."""
+    (x, y), tag = _lift(x, y)
+    if not tag:
+        return np.arctan2(x, y)
+    a, b, order = x.c, y.c, x.order
+    da = [(k + 1) * a[k + 1] for k in range(order)]
+    db = [(k + 1) * b[k + 1] for k in range(order)]
+    num = [_conv(b, da, k) - _conv(a, db, k) for k in range(order)]
+    den = [_conv(a, a, k) + _conv(b, b, k) for k in range(order)]
+    h = _quotient(num, den) if order else []
+    return Jet([arctan2(a[0], b[0])] + [h[k - 1] / k for k in range(1, order + 1)], tag)
+
+
 def absolute(x):
     if not isinstance(x, Jet):
         return np.abs(x)
@@ -680,7 +712,8 @@ _UFUNCS = {np.add: add, np.subtract: subtract, np.multiply: multiply,
            np.tanh: tanh, np.sin: sin, np.cos: cos, np.sqrt: sqrt,
            np.arctan: arctan, np.tan: tan, np.sinh: sinh, np.cosh: cosh,
            np.arcsin: arcsin, np.arccos: arccos, np.arcsinh: arcsinh,
-           np.arccosh: arccosh, np.arctanh: arctanh, np.cbrt: cbrt}
+           np.arccosh: arccosh, np.arctanh: arctanh, np.cbrt: cbrt,
+           np.arctan2: arctan2, np.hypot: hypot, np.logaddexp: logaddexp}
 
 _FUNCTIONS = {np.sum: _reduction(np.sum), np.mean: _reduction(np.mean),
               np.max: _reduction(np.max), np.min: _reduction(np.min),
