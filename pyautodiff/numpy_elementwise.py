@@ -104,7 +104,8 @@ def _binary(name):
         Array (as ad.maximum's); of plain operands NumPy's."""
         if not (_is_traced(x) or _is_traced(y)):
             return _BINARY[name][1](x, y)
-        if isinstance(x, (Array, np.ndarray, list)) or isinstance(y, (Array, np.ndarray, list)):
+        arrays = (Array, np.ndarray, list)
+        if isinstance(x, arrays) or isinstance(y, arrays):
             return _array_binary(name, x, y)
         return _scalar_binary(name, x, y)
     fn.__name__ = fn.__qualname__ = name.lower()
@@ -116,12 +117,11 @@ hypot = _binary("HYPOT")
 logaddexp = _binary("LOGADDEXP")
 # for fmax and fmin: of Values a Value (ad.maximum gives 0-d Arrays)
 _max2, _min2 = _binary("MAXIMUM"), _binary("MINIMUM")
-_logaddexp_op = logaddexp
 
 
 def logaddexp2(x, y):
     """log2(2**x + 2**y) = logaddexp(x ln 2, y ln 2) / ln 2."""
-    return _logaddexp_op(x * _LN2, y * _LN2) / _LN2
+    return logaddexp(x * _LN2, y * _LN2) / _LN2
 
 
 # -- composites -----------------------------------------------------------------
@@ -289,7 +289,8 @@ def _public(numpy_fn):
 
 
 # NumPy's names that pyautodiff has no function of its own for: NumPy's
-# functions, and the binary C ops' own
+# functions (which dispatch to the implementations above, kept in the
+# tables, for traced operands), and the binary C ops' own
 _EXPORTED = (
     "absolute fabs negative reciprocal square exp2 log2 log10 "
     "logaddexp2 deg2rad rad2deg degrees radians sinc power "
