@@ -82,6 +82,22 @@ static inline double ad_sigmoid(double x)
     return e / (1.0 + e);
 }
 
+/* log(exp(x) + exp(y)) as NumPy's logaddexp: the larger plus log1p of the
+ * smaller's exp relative to it, so nothing overflows; equal operands
+ * (infinities too, where x - y is NaN) give x + log 2, and a NaN, NaN. */
+static inline double ad_logaddexp(double x, double y)
+{
+    double d;
+    if (x == y)
+        return x + 0.693147180559945309417232121458176568;
+    d = x - y;
+    if (d > 0)
+        return x + log1p(exp(-d));
+    if (d <= 0)
+        return y + log1p(exp(d));
+    return d;
+}
+
 /* Broadcast iteration over an array entry's elements.  The loop runs over
  * `shape` (the output's shape for elementwise ops, the operand's for a
  * reduction) with three running offsets: into the output (ko) and into the

@@ -49,6 +49,18 @@ enum ad_op {
     AD_LOG1P,    /* 39 log1p    x    v = log1p(x)                            */
     AD_EXPM1,    /* 40 expm1    x    v = expm1(x)                            */
     AD_ARCTAN,   /* 41 arctan   x    v = atan(x)                             */
+    AD_TAN,      /* 42 tan      x    v = tan(x)                              */
+    AD_ARCSIN,   /* 43 arcsin   x    v = asin(x)                             */
+    AD_ARCCOS,   /* 44 arccos   x    v = acos(x)                             */
+    AD_SINH,     /* 45 sinh     x    v = sinh(x)                             */
+    AD_COSH,     /* 46 cosh     x    v = cosh(x)                             */
+    AD_ARCSINH,  /* 47 arcsinh  x    v = asinh(x)                            */
+    AD_ARCCOSH,  /* 48 arccosh  x    v = acosh(x)                            */
+    AD_ARCTANH,  /* 49 arctanh  x    v = atanh(x)                            */
+    AD_CBRT,     /* 50 cbrt     x    v = cbrt(x)                             */
+    AD_ARCTAN2,  /* 51 arctan2  x y  v = atan2(x, y)                         */
+    AD_HYPOT,    /* 52 hypot    x y  v = hypot(x, y)                         */
+    AD_LOGADDEXP, /* 53 logaddexp x y  v = ad_logaddexp(x, y)                 */
     AD_NUM_OPS
 };
 

@@ -157,6 +157,45 @@
     EW(AD_ARCTAN,  "arctan",  1, ELEMENTWISE, FLOAT,        atan(x),         \
        1.0 / (1.0 + x * x), 0.0,                                             \
        -2.0 * x / ((1.0 + x * x) * (1.0 + x * x)), 0.0, 0.0)                 \
+    EW(AD_TAN,     "tan",     1, ELEMENTWISE, FLOAT,        tan(x),          \
+       1.0 + v * v, 0.0,                      2.0 * v * (1.0 + v * v), 0.0, 0.0) \
+    EW(AD_ARCSIN,  "arcsin",  1, ELEMENTWISE, FLOAT,        asin(x),         \
+       1.0 / sqrt(1.0 - x * x), 0.0,                                         \
+       x / ((1.0 - x * x) * sqrt(1.0 - x * x)), 0.0, 0.0)                    \
+    EW(AD_ARCCOS,  "arccos",  1, ELEMENTWISE, FLOAT,        acos(x),         \
+       -1.0 / sqrt(1.0 - x * x), 0.0,                                        \
+       -x / ((1.0 - x * x) * sqrt(1.0 - x * x)), 0.0, 0.0)                   \
+    EW(AD_SINH,    "sinh",    1, ELEMENTWISE, FLOAT,        sinh(x),         \
+       cosh(x), 0.0,                          v, 0.0, 0.0)                   \
+    EW(AD_COSH,    "cosh",    1, ELEMENTWISE, FLOAT,        cosh(x),         \
+       sinh(x), 0.0,                          v, 0.0, 0.0)                   \
+    EW(AD_ARCSINH, "arcsinh", 1, ELEMENTWISE, FLOAT,        asinh(x),        \
+       1.0 / sqrt(1.0 + x * x), 0.0,                                         \
+       -x / ((1.0 + x * x) * sqrt(1.0 + x * x)), 0.0, 0.0)                   \
+    EW(AD_ARCCOSH, "arccosh", 1, ELEMENTWISE, FLOAT,        acosh(x),        \
+       1.0 / sqrt(x * x - 1.0), 0.0,                                         \
+       -x / ((x * x - 1.0) * sqrt(x * x - 1.0)), 0.0, 0.0)                   \
+    EW(AD_ARCTANH, "arctanh", 1, ELEMENTWISE, FLOAT,        atanh(x),        \
+       1.0 / (1.0 - x * x), 0.0,                                             \
+       2.0 * x / ((1.0 - x * x) * (1.0 - x * x)), 0.0, 0.0)                  \
+    /* d/dx from v, not x ** (-2/3): pow of a negative base is NaN */        \
+    EW(AD_CBRT,    "cbrt",    1, ELEMENTWISE, FLOAT,        cbrt(x),         \
+       1.0 / (3.0 * v * v), 0.0,              -2.0 / (9.0 * v * v * v * v * v), \
+       0.0, 0.0)                                                             \
+    /* NumPy's arctan2(x1, x2): the angle of the point (x2, x1) */           \
+    EW(AD_ARCTAN2, "arctan2", 2, ELEMENTWISE, FLOAT,        atan2(x, y),     \
+       y / (x * x + y * y), -x / (x * x + y * y),                            \
+       -2.0 * x * y / ((x * x + y * y) * (x * x + y * y)),                   \
+       (x * x - y * y) / ((x * x + y * y) * (x * x + y * y)),                \
+       2.0 * x * y / ((x * x + y * y) * (x * x + y * y)))                    \
+    EW(AD_HYPOT,   "hypot",   2, ELEMENTWISE, FLOAT,        hypot(x, y),     \
+       x / v, y / v,                          y * y / (v * v * v),           \
+       -x * y / (v * v * v),                  x * x / (v * v * v))           \
+    /* log(exp(x) + exp(y)) without overflow (ad_logaddexp); the partials    \
+     * are the softmax weights exp(x - v), exp(y - v) */                     \
+    EW(AD_LOGADDEXP, "logaddexp", 2, ELEMENTWISE, FLOAT,  ad_logaddexp(x, y), \
+       exp(x - v), exp(y - v),                exp(x - v) * (1.0 - exp(x - v)), \
+       -exp(x - v) * exp(y - v),              exp(y - v) * (1.0 - exp(y - v))) \
     /* a new op goes here, after the others: saved recordings hold their     \
      * codes */
 

@@ -21,6 +21,8 @@ from . import functions
 # ad.abs, ad.exp ... (one per row of the op table, ops.py, that names a
 # function), and ad.sum, mean, max, min
 from .functions import *  # noqa: F401,F403
+from .numpy_elementwise import *  # noqa: F401,F403  (ad.log2, ad.arctan2 ...)
+from . import numpy_elementwise as _numpy_elementwise
 from .viz import draw_dot
 from .functional import grad, hessian, hvp, jacobian, jvp, value_and_grad, vjp
 from .testing import check_grad
@@ -39,7 +41,7 @@ __all__ = [
     # minimization, with scipy or in C
     "minimize",
     # elementwise math, for Values, Arrays and plain numbers/ndarrays
-    *functions.ELEMENTWISE,
+    *functions.ELEMENTWISE, *_numpy_elementwise.__all__,
     # array functions with NumPy's signatures
     "sum", "mean", "max", "min", "matmul", "reshape", "transpose",
     "expand_dims", "squeeze", "concatenate", "stack", "maximum", "minimum",

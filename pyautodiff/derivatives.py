@@ -28,7 +28,7 @@ from . import _core, buffers
 from ._generated import derivative_rules, link
 from .array import Array, _append, _binary_op, _constant, _mapped, _new, _operand
 from .broadcasting import unbroadcast
-from .ops import ELEMENTWISE
+from .ops import ELEMENTWISE, OTHER_PARTIALS
 from .tape import recording_tape
 from .value import Traced, Value
 
@@ -90,6 +90,8 @@ cos = _unary("cos", math.cos)
 sin = _unary("sin", math.sin)
 exp = _unary("exp", math.exp)
 log = _unary("log", math.log)
+sinh = _unary("sinh", math.sinh)
+cosh = _unary("cosh", math.cosh)
 
 
 def sign(z):
@@ -360,6 +362,7 @@ RULES = {
     "EXTERN": (_extern_reverse, _extern_tangent),
 }
 RULES.update({op.name: _ELEMENTWISE_RULES for op in ELEMENTWISE})
+RULES.update({name: _ELEMENTWISE_RULES for name in OTHER_PARTIALS})
 _BY_CODE = {OPS[name]: rules for name, rules in RULES.items()}
 
 

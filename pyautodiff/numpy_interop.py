@@ -7,7 +7,7 @@ import sys
 
 import numpy as np
 
-from . import array as _array, numpy_shapes
+from . import array as _array, numpy_elementwise, numpy_shapes
 from .array import Array
 from .guards import decide as _decide, takes_guards
 from .matmul import matmul
@@ -38,6 +38,7 @@ _OTHER_UFUNCS = {np.maximum: _array.maximum, np.minimum: _array.minimum,
                  np.remainder: lambda x, y: _remainder(x, y),
                  np.fmod: lambda x, y: _remainder(x, y, "numpy.fmod"),
                  np.divmod: lambda x, y: (np.floor_divide(x, y), _remainder(x, y))}
+_OTHER_UFUNCS.update(numpy_elementwise.NUMPY_UFUNCS)
 
 
 def _remainder(x, y, name="numpy.remainder"):
@@ -238,6 +239,8 @@ def apply_ufunc(ufunc, method, inputs, kwargs):
         if method != "__call__":
             raise _no_rule(f"{_public_name(ufunc)}.{method}")
         raise _in_place(_public_name(ufunc))
+    if ufunc not in _NO_DERIVATIVE_UFUNCS:
+        _check_ufunc_arguments(ufunc, kwargs)
     if ufunc in _BINARY_UFUNCS:
         return _binary(_BINARY_UFUNCS[ufunc], *_operands(inputs))
     if ufunc in _UNARY_UFUNCS:
@@ -247,6 +250,19 @@ def apply_ufunc(ufunc, method, inputs, kwargs):
     if ufunc in _NO_DERIVATIVE_UFUNCS:      # (their inputs as they came)
         return _nondifferentiable(ufunc, inputs, kwargs)
     raise _no_rule(_public_name(ufunc))
+
+
+def _check_ufunc_arguments(ufunc, kwargs):
+    """A recorded ufunc computes in float64 everywhere: where= (other than
+    True), another dtype, or any other argument raises instead of being
+    silently ignored."""
+    for key, value in kwargs.items():
+        if key == "out" and value is None or key == "where" and value is True:
+            continue
+        if key == "dtype" and (value is None or np.dtype(value) == np.float64):
+            continue
+        raise TypeError(f"{_public_name(ufunc)}({key}=...) of traced values: "
+                        f"pyautodiff has no derivative rule for the argument {key}")
 
 
 def _reduction(name):
@@ -291,6 +307,7 @@ _FUNCTIONS = {
     np.all: lambda a, axis=None, **kw: _decision(a, "all", axis, kw),
 }
 _FUNCTIONS.update(numpy_shapes.NUMPY_FUNCTIONS)
+_FUNCTIONS.update(numpy_elementwise.NUMPY_FUNCTIONS)
 
 
 def _decision(a, name, axis, kwargs):

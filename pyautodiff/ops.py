@@ -160,6 +160,22 @@ ELEMENTWISE = (
        function="expm1"),
     Op("ARCTAN", "_atan(x)", ("1 / (1 + x * x)",), np.arctan, "arctan",
        "arctan", function="arctan"),
+    Op("TAN", "_tan(x)", ("1 + v * v",), np.tan, "tan", "tan", function="tan"),
+    Op("ARCSIN", "_asin(x)", ("(1 - x * x) ** -0.5",), np.arcsin, "arcsin",
+       "arcsin", function="arcsin"),
+    Op("ARCCOS", "_acos(x)", ("-((1 - x * x) ** -0.5)",), np.arccos, "arccos",
+       "arccos", function="arccos"),
+    Op("SINH", "_sinh(x)", ("cosh(x)",), np.sinh, "sinh", "sinh", function="sinh"),
+    Op("COSH", "_cosh(x)", ("sinh(x)",), np.cosh, "cosh", "cosh", function="cosh"),
+    Op("ARCSINH", "_asinh(x)", ("(1 + x * x) ** -0.5",), np.arcsinh, "arcsinh",
+       "arcsinh", function="arcsinh"),
+    Op("ARCCOSH", "_acosh(x)", ("(x * x - 1) ** -0.5",), np.arccosh, "arccosh",
+       "arccosh", function="arccosh"),
+    Op("ARCTANH", "_atanh(x)", ("1 / (1 - x * x)",), np.arctanh, "arctanh",
+       "arctanh", function="arctanh"),
+    # from v: x ** (-2/3) is no real number for x < 0
+    Op("CBRT", "_cbrt(x)", ("1 / (3 * v * v)",), np.cbrt, "cbrt", "cbrt",
+       function="cbrt"),
 )
 
 ROWS = {op.name: op for op in ELEMENTWISE}
@@ -187,6 +203,11 @@ OTHER_OPS = {
     # the layout of an Array's elements
     "RESHAPE": "a layout change", "GATHER": "indexing, transposes",
     "SCATTER": "concatenation",
+    # binary functions of two traced operands with no operator of Value's:
+    # numpy_elementwise.py records them
+    "ARCTAN2": "a function of two operands (ad.arctan2)",
+    "HYPOT": "a function of two operands (ad.hypot)",
+    "LOGADDEXP": "a function of two operands (ad.logaddexp)",
     # an op whose rules are Python functions (ad.custom_op, matmul)
     "EXTERN": "a Python rule: extern.py",
 }
@@ -201,6 +222,9 @@ OTHER_PARTIALS = {
     "MINIMUM": ("mask('LT', x, y) + 0.5 * mask('EQ', x, y)",
                 "mask('LT', y, x) + 0.5 * mask('EQ', x, y)"),
     "SELECT": ("mask('NE', y, 0.0)", "0"),
+    "ARCTAN2": ("y / (x * x + y * y)", "-x / (x * x + y * y)"),
+    "HYPOT": ("x / v", "y / v"),
+    "LOGADDEXP": ("exp(x - v)", "exp(y - v)"),
 }
 
 

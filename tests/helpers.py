@@ -19,8 +19,9 @@ NOT_ELEMENTWISE = {
     "EXTERN": "the reference's matmul; custom ops (the fuzzers') as rows composed",
     "LSE": "the reference's logsumexp, softmax and log_softmax",
 }
-# The rows' C ops that scalar Values never record (tests/test_ops.py checks
-# them on Arrays) ...
+# The rows' C ops that the scalar tests and fuzzers do not draw on Values
+# (np.maximum and np.minimum of two Values record theirs; tests/test_ops.py
+# checks them on Arrays) ...
 ARRAY_ONLY_OPS = {"MAXIMUM", "MINIMUM", "SELECT", "SQUARE"}
 # ... or record only as guards of ad.record (tests/test_record.py)
 COMPARISON_OPS = {"LT", "LE", "EQ", "NE"}

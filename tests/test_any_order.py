@@ -46,7 +46,10 @@ def _with_constant(name):
 BINARY = {"ADD": np.add, "SUB": np.subtract, "MUL": np.multiply,
           "DIV": lambda a, b: a / (b * b + 0.5),
           "POW": lambda a, b: (a * a + 0.5) ** np.sin(b),
-          "MAXIMUM": np.maximum, "MINIMUM": np.minimum}
+          "MAXIMUM": np.maximum, "MINIMUM": np.minimum,
+          "ARCTAN2": lambda a, b: np.arctan2(a, b + 2.0),
+          "HYPOT": lambda a, b: np.hypot(a, b + 0.5),
+          "LOGADDEXP": np.logaddexp}
 
 
 def program(name):

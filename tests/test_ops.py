@@ -29,6 +29,12 @@ POINTS = {
     "maximum": [(0.7, -1.3), (-1.3, 0.7), (0.5, 0.5)],     # a tie: halves
     "minimum": [(0.7, -1.3), (-1.3, 0.7), (0.5, 0.5)],
     "select": [(0.7, 1.0), (0.7, 0.0)],                     # (x, the mask)
+    "arccosh": [(1.7,), (3.0,)],
+    "cbrt": [(0.7,), (-1.3,)],
+    "tan": [(0.7,), (-1.4,)],
+    "arctan2": [(0.7, -1.3), (-0.4, 0.9), (1.0, 0.0)],
+    "logaddexp": [(0.7, -1.3), (1000.0, 999.0), (0.5, 0.5)],
+    "hypot": [(0.7, -1.3), (-3.0, 4.0)],
     "lt": [(0.7, -1.3), (-1.3, 0.7), (0.5, 0.5)],
     "le": [(0.7, -1.3), (-1.3, 0.7), (0.5, 0.5)],
     "eq": [(0.7, -1.3), (0.5, 0.5)],
@@ -247,12 +253,12 @@ def test_value_mixed_with_numpy_scalars():
 
 def test_module_functions_take_values_and_plain_numbers():
     np = pytest.importorskip("numpy")
-    x = ad.Value(0.5)
     for name in (op.function for op in ops.ELEMENTWISE if op.function):
         fn = getattr(ad, name)
-        v = fn(x)
+        x0 = 1.5 if name == "arccosh" else 0.5      # (inside its domain)
+        v = fn(ad.Value(x0))
         assert isinstance(v, ad.Value)
-        plain = fn(0.5)
+        plain = fn(x0)
         assert float(plain) == pytest.approx(v.data, rel=1e-15)
-        arr = fn(np.array([0.5, 0.25]))
+        arr = fn(np.array([x0, x0 + 0.25]))
         assert isinstance(arr, np.ndarray) and arr.shape == (2,)

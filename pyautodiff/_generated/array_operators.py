@@ -5,14 +5,16 @@
 # Op codes inlined below (pyautodiff._core.OPS, the C enum):
 #  ADD 1  SUB 2  MUL 3  DIV 4  POW 5  ADDC 6  MULC 7  DIVC 8  RSUBC 9  RDIVC 10
 #  POWC 11  RPOWC 12  NEG 13  ABS 14  RELU 15  TANH 16  EXP 17  LOG 18
-#  SIGMOID 19  SIN 20  COS 21  SQRT 22  LOG1P 39  EXPM1 40  ARCTAN 41
+#  SIGMOID 19  SIN 20  COS 21  SQRT 22  LOG1P 39  EXPM1 40  ARCTAN 41  TAN 42
+#  ARCSIN 43  ARCCOS 44  SINH 45  COSH 46  ARCSINH 47  ARCCOSH 48  ARCTANH 49
+#  CBRT 50
 """Array's recording steps (array.py's _keep_entry, _settle_entry and
 _result), its operators, and the module functions ad.NAME, with the
 steps inlined.  They run in array.py's globals (see __init__.py here).
 """
 
 # the codes above, checked against the C enum when linked
-INLINED = {'ADD': 1, 'SUB': 2, 'MUL': 3, 'DIV': 4, 'POW': 5, 'ADDC': 6, 'MULC': 7, 'DIVC': 8, 'RSUBC': 9, 'RDIVC': 10, 'POWC': 11, 'RPOWC': 12, 'NEG': 13, 'ABS': 14, 'RELU': 15, 'TANH': 16, 'EXP': 17, 'LOG': 18, 'SIGMOID': 19, 'SIN': 20, 'COS': 21, 'SQRT': 22, 'LOG1P': 39, 'EXPM1': 40, 'ARCTAN': 41}
+INLINED = {'ADD': 1, 'SUB': 2, 'MUL': 3, 'DIV': 4, 'POW': 5, 'ADDC': 6, 'MULC': 7, 'DIVC': 8, 'RSUBC': 9, 'RDIVC': 10, 'POWC': 11, 'RPOWC': 12, 'NEG': 13, 'ABS': 14, 'RELU': 15, 'TANH': 16, 'EXP': 17, 'LOG': 18, 'SIGMOID': 19, 'SIN': 20, 'COS': 21, 'SQRT': 22, 'LOG1P': 39, 'EXPM1': 40, 'ARCTAN': 41, 'TAN': 42, 'ARCSIN': 43, 'ARCCOS': 44, 'SINH': 45, 'COSH': 46, 'ARCSINH': 47, 'ARCCOSH': 48, 'ARCTANH': 49, 'CBRT': 50}
 
 
 def _keep_entry(t, out, arr, nodes, i, pool=None):
@@ -1353,6 +1355,384 @@ def arctan(self):
     return _unary(self, 'arctan')
 
 
+def tan(self):
+    t = state.rec
+    if self._t is t and t is not NO_GRAD:
+        pool = self._p or _pool_of(t, self._v.shape)
+        if pool:
+            nodes = t.nodes
+            i = len(nodes)
+            if i != t.nflushed:
+                t.flush()
+            j = pool.next
+            try:
+                status = _array_row(t._c, 42, self._i, -1, 0.0, pool.base, j)
+                if status > 0:
+                    _core.check(status, t._c)
+                bad = status
+                out = _object_new(Array)
+                out._b = pool.block
+                out._j = j
+                out._t = t
+                out._p = pool
+                out._i = i
+                t.nflushed = i + 1
+                nodes.append(out)
+            except BaseException:
+                t.drop_unkept(i)
+                raise
+            if i >= t.array_limit:
+                t.spill()
+            if j == _POOL_ROWS - 1:
+                pool.refill(t)
+            else:
+                pool.next = j + 1
+        else:
+            out = _append(t, _object_new(Array), 42, self._i, -1, 0.0,
+                          buffers.empty(self._v.shape), True, True)
+            bad = t._c.last_nonfinite
+        if bad:
+            _nonfinite(out, 42, NUMPY_UNARY['tan'], self._d)
+        return out
+    return _unary(self, 'tan')
+
+
+def arcsin(self):
+    t = state.rec
+    if self._t is t and t is not NO_GRAD:
+        pool = self._p or _pool_of(t, self._v.shape)
+        if pool:
+            nodes = t.nodes
+            i = len(nodes)
+            if i != t.nflushed:
+                t.flush()
+            j = pool.next
+            try:
+                status = _array_row(t._c, 43, self._i, -1, 0.0, pool.base, j)
+                if status > 0:
+                    _core.check(status, t._c)
+                bad = status
+                out = _object_new(Array)
+                out._b = pool.block
+                out._j = j
+                out._t = t
+                out._p = pool
+                out._i = i
+                t.nflushed = i + 1
+                nodes.append(out)
+            except BaseException:
+                t.drop_unkept(i)
+                raise
+            if i >= t.array_limit:
+                t.spill()
+            if j == _POOL_ROWS - 1:
+                pool.refill(t)
+            else:
+                pool.next = j + 1
+        else:
+            out = _append(t, _object_new(Array), 43, self._i, -1, 0.0,
+                          buffers.empty(self._v.shape), True, True)
+            bad = t._c.last_nonfinite
+        if bad:
+            _nonfinite(out, 43, NUMPY_UNARY['arcsin'], self._d)
+        return out
+    return _unary(self, 'arcsin')
+
+
+def arccos(self):
+    t = state.rec
+    if self._t is t and t is not NO_GRAD:
+        pool = self._p or _pool_of(t, self._v.shape)
+        if pool:
+            nodes = t.nodes
+            i = len(nodes)
+            if i != t.nflushed:
+                t.flush()
+            j = pool.next
+            try:
+                status = _array_row(t._c, 44, self._i, -1, 0.0, pool.base, j)
+                if status > 0:
+                    _core.check(status, t._c)
+                bad = status
+                out = _object_new(Array)
+                out._b = pool.block
+                out._j = j
+                out._t = t
+                out._p = pool
+                out._i = i
+                t.nflushed = i + 1
+                nodes.append(out)
+            except BaseException:
+                t.drop_unkept(i)
+                raise
+            if i >= t.array_limit:
+                t.spill()
+            if j == _POOL_ROWS - 1:
+                pool.refill(t)
+            else:
+                pool.next = j + 1
+        else:
+            out = _append(t, _object_new(Array), 44, self._i, -1, 0.0,
+                          buffers.empty(self._v.shape), True, True)
+            bad = t._c.last_nonfinite
+        if bad:
+            _nonfinite(out, 44, NUMPY_UNARY['arccos'], self._d)
+        return out
+    return _unary(self, 'arccos')
+
+
+def sinh(self):
+    t = state.rec
+    if self._t is t and t is not NO_GRAD:
+        pool = self._p or _pool_of(t, self._v.shape)
+        if pool:
+            nodes = t.nodes
+            i = len(nodes)
+            if i != t.nflushed:
+                t.flush()
+            j = pool.next
+            try:
+                status = _array_row(t._c, 45, self._i, -1, 0.0, pool.base, j)
+                if status > 0:
+                    _core.check(status, t._c)
+                bad = status
+                out = _object_new(Array)
+                out._b = pool.block
+                out._j = j
+                out._t = t
+                out._p = pool
+                out._i = i
+                t.nflushed = i + 1
+                nodes.append(out)
+            except BaseException:
+                t.drop_unkept(i)
+                raise
+            if i >= t.array_limit:
+                t.spill()
+            if j == _POOL_ROWS - 1:
+                pool.refill(t)
+            else:
+                pool.next = j + 1
+        else:
+            out = _append(t, _object_new(Array), 45, self._i, -1, 0.0,
+                          buffers.empty(self._v.shape), True, True)
+            bad = t._c.last_nonfinite
+        if bad:
+            _nonfinite(out, 45, NUMPY_UNARY['sinh'], self._d)
+        return out
+    return _unary(self, 'sinh')
+
+
+def cosh(self):
+    t = state.rec
+    if self._t is t and t is not NO_GRAD:
+        pool = self._p or _pool_of(t, self._v.shape)
+        if pool:
+            nodes = t.nodes
+            i = len(nodes)
+            if i != t.nflushed:
+                t.flush()
+            j = pool.next
+            try:
+                status = _array_row(t._c, 46, self._i, -1, 0.0, pool.base, j)
+                if status > 0:
+                    _core.check(status, t._c)
+                bad = status
+                out = _object_new(Array)
+                out._b = pool.block
+                out._j = j
+                out._t = t
+                out._p = pool
+                out._i = i
+                t.nflushed = i + 1
+                nodes.append(out)
+            except BaseException:
+                t.drop_unkept(i)
+                raise
+            if i >= t.array_limit:
+                t.spill()
+            if j == _POOL_ROWS - 1:
+                pool.refill(t)
+            else:
+                pool.next = j + 1
+        else:
+            out = _append(t, _object_new(Array), 46, self._i, -1, 0.0,
+                          buffers.empty(self._v.shape), True, True)
+            bad = t._c.last_nonfinite
+        if bad:
+            _nonfinite(out, 46, NUMPY_UNARY['cosh'], self._d)
+        return out
+    return _unary(self, 'cosh')
+
+
+def arcsinh(self):
+    t = state.rec
+    if self._t is t and t is not NO_GRAD:
+        pool = self._p or _pool_of(t, self._v.shape)
+        if pool:
+            nodes = t.nodes
+            i = len(nodes)
+            if i != t.nflushed:
+                t.flush()
+            j = pool.next
+            try:
+                status = _array_row(t._c, 47, self._i, -1, 0.0, pool.base, j)
+                if status > 0:
+                    _core.check(status, t._c)
+                bad = status
+                out = _object_new(Array)
+                out._b = pool.block
+                out._j = j
+                out._t = t
+                out._p = pool
+                out._i = i
+                t.nflushed = i + 1
+                nodes.append(out)
+            except BaseException:
+                t.drop_unkept(i)
+                raise
+            if i >= t.array_limit:
+                t.spill()
+            if j == _POOL_ROWS - 1:
+                pool.refill(t)
+            else:
+                pool.next = j + 1
+        else:
+            out = _append(t, _object_new(Array), 47, self._i, -1, 0.0,
+                          buffers.empty(self._v.shape), True, True)
+            bad = t._c.last_nonfinite
+        if bad:
+            _nonfinite(out, 47, NUMPY_UNARY['arcsinh'], self._d)
+        return out
+    return _unary(self, 'arcsinh')
+
+
+def arccosh(self):
+    t = state.rec
+    if self._t is t and t is not NO_GRAD:
+        pool = self._p or _pool_of(t, self._v.shape)
+        if pool:
+            nodes = t.nodes
+            i = len(nodes)
+            if i != t.nflushed:
+                t.flush()
+            j = pool.next
+            try:
+                status = _array_row(t._c, 48, self._i, -1, 0.0, pool.base, j)
+                if status > 0:
+                    _core.check(status, t._c)
+                bad = status
+                out = _object_new(Array)
+                out._b = pool.block
+                out._j = j
+                out._t = t
+                out._p = pool
+                out._i = i
+                t.nflushed = i + 1
+                nodes.append(out)
+            except BaseException:
+                t.drop_unkept(i)
+                raise
+            if i >= t.array_limit:
+                t.spill()
+            if j == _POOL_ROWS - 1:
+                pool.refill(t)
+            else:
+                pool.next = j + 1
+        else:
+            out = _append(t, _object_new(Array), 48, self._i, -1, 0.0,
+                          buffers.empty(self._v.shape), True, True)
+            bad = t._c.last_nonfinite
+        if bad:
+            _nonfinite(out, 48, NUMPY_UNARY['arccosh'], self._d)
+        return out
+    return _unary(self, 'arccosh')
+
+
+def arctanh(self):
+    t = state.rec
+    if self._t is t and t is not NO_GRAD:
+        pool = self._p or _pool_of(t, self._v.shape)
+        if pool:
+            nodes = t.nodes
+            i = len(nodes)
+            if i != t.nflushed:
+                t.flush()
+            j = pool.next
+            try:
+                status = _array_row(t._c, 49, self._i, -1, 0.0, pool.base, j)
+                if status > 0:
+                    _core.check(status, t._c)
+                bad = status
+                out = _object_new(Array)
+                out._b = pool.block
+                out._j = j
+                out._t = t
+                out._p = pool
+                out._i = i
+                t.nflushed = i + 1
+                nodes.append(out)
+            except BaseException:
+                t.drop_unkept(i)
+                raise
+            if i >= t.array_limit:
+                t.spill()
+            if j == _POOL_ROWS - 1:
+                pool.refill(t)
+            else:
+                pool.next = j + 1
+        else:
+            out = _append(t, _object_new(Array), 49, self._i, -1, 0.0,
+                          buffers.empty(self._v.shape), True, True)
+            bad = t._c.last_nonfinite
+        if bad:
+            _nonfinite(out, 49, NUMPY_UNARY['arctanh'], self._d)
+        return out
+    return _unary(self, 'arctanh')
+
+
+def cbrt(self):
+    t = state.rec
+    if self._t is t and t is not NO_GRAD:
+        pool = self._p or _pool_of(t, self._v.shape)
+        if pool:
+            nodes = t.nodes
+            i = len(nodes)
+            if i != t.nflushed:
+                t.flush()
+            j = pool.next
+            try:
+                status = _array_row(t._c, 50, self._i, -1, 0.0, pool.base, j)
+                if status > 0:
+                    _core.check(status, t._c)
+                bad = status
+                out = _object_new(Array)
+                out._b = pool.block
+                out._j = j
+                out._t = t
+                out._p = pool
+                out._i = i
+                t.nflushed = i + 1
+                nodes.append(out)
+            except BaseException:
+                t.drop_unkept(i)
+                raise
+            if i >= t.array_limit:
+                t.spill()
+            if j == _POOL_ROWS - 1:
+                pool.refill(t)
+            else:
+                pool.next = j + 1
+        else:
+            out = _append(t, _object_new(Array), 50, self._i, -1, 0.0,
+                          buffers.empty(self._v.shape), True, True)
+            bad = t._c.last_nonfinite
+        if bad:
+            _nonfinite(out, 50, NUMPY_UNARY['cbrt'], self._d)
+        return out
+    return _unary(self, 'cbrt')
+
+
 def make_abs(_methods, _otherwise):
     def abs(x):
         self = x
@@ -1953,6 +2333,456 @@ def make_arctan(_methods, _otherwise):
     return arctan
 
 
+def make_tan(_methods, _otherwise):
+    def tan(x):
+        self = x
+        cls = self.__class__
+        if cls is Array:
+            t = state.rec
+            if self._t is t and t is not NO_GRAD:
+                pool = self._p or _pool_of(t, self._v.shape)
+                if pool:
+                    nodes = t.nodes
+                    i = len(nodes)
+                    if i != t.nflushed:
+                        t.flush()
+                    j = pool.next
+                    try:
+                        status = _array_row(t._c, 42, self._i, -1, 0.0, pool.base, j)
+                        if status > 0:
+                            _core.check(status, t._c)
+                        bad = status
+                        out = _object_new(Array)
+                        out._b = pool.block
+                        out._j = j
+                        out._t = t
+                        out._p = pool
+                        out._i = i
+                        t.nflushed = i + 1
+                        nodes.append(out)
+                    except BaseException:
+                        t.drop_unkept(i)
+                        raise
+                    if i >= t.array_limit:
+                        t.spill()
+                    if j == _POOL_ROWS - 1:
+                        pool.refill(t)
+                    else:
+                        pool.next = j + 1
+                else:
+                    out = _append(t, _object_new(Array), 42, self._i, -1, 0.0,
+                                  buffers.empty(self._v.shape), True, True)
+                    bad = t._c.last_nonfinite
+                if bad:
+                    _nonfinite(out, 42, NUMPY_UNARY['tan'], self._d)
+                return out
+        m = _methods.get(cls)
+        if m is not None:
+            return m(self)
+        return _otherwise(self)
+    return tan
+
+
+def make_arcsin(_methods, _otherwise):
+    def arcsin(x):
+        self = x
+        cls = self.__class__
+        if cls is Array:
+            t = state.rec
+            if self._t is t and t is not NO_GRAD:
+                pool = self._p or _pool_of(t, self._v.shape)
+                if pool:
+                    nodes = t.nodes
+                    i = len(nodes)
+                    if i != t.nflushed:
+                        t.flush()
+                    j = pool.next
+                    try:
+                        status = _array_row(t._c, 43, self._i, -1, 0.0, pool.base, j)
+                        if status > 0:
+                            _core.check(status, t._c)
+                        bad = status
+                        out = _object_new(Array)
+                        out._b = pool.block
+                        out._j = j
+                        out._t = t
+                        out._p = pool
+                        out._i = i
+                        t.nflushed = i + 1
+                        nodes.append(out)
+                    except BaseException:
+                        t.drop_unkept(i)
+                        raise
+                    if i >= t.array_limit:
+                        t.spill()
+                    if j == _POOL_ROWS - 1:
+                        pool.refill(t)
+                    else:
+                        pool.next = j + 1
+                else:
+                    out = _append(t, _object_new(Array), 43, self._i, -1, 0.0,
+                                  buffers.empty(self._v.shape), True, True)
+                    bad = t._c.last_nonfinite
+                if bad:
+                    _nonfinite(out, 43, NUMPY_UNARY['arcsin'], self._d)
+                return out
+        m = _methods.get(cls)
+        if m is not None:
+            return m(self)
+        return _otherwise(self)
+    return arcsin
+
+
+def make_arccos(_methods, _otherwise):
+    def arccos(x):
+        self = x
+        cls = self.__class__
+        if cls is Array:
+            t = state.rec
+            if self._t is t and t is not NO_GRAD:
+                pool = self._p or _pool_of(t, self._v.shape)
+                if pool:
+                    nodes = t.nodes
+                    i = len(nodes)
+                    if i != t.nflushed:
+                        t.flush()
+                    j = pool.next
+                    try:
+                        status = _array_row(t._c, 44, self._i, -1, 0.0, pool.base, j)
+                        if status > 0:
+                            _core.check(status, t._c)
+                        bad = status
+                        out = _object_new(Array)
+                        out._b = pool.block
+                        out._j = j
+                        out._t = t
+                        out._p = pool
+                        out._i = i
+                        t.nflushed = i + 1
+                        nodes.append(out)
+                    except BaseException:
+                        t.drop_unkept(i)
+                        raise
+                    if i >= t.array_limit:
+                        t.spill()
+                    if j == _POOL_ROWS - 1:
+                        pool.refill(t)
+                    else:
+                        pool.next = j + 1
+                else:
+                    out = _append(t, _object_new(Array), 44, self._i, -1, 0.0,
+                                  buffers.empty(self._v.shape), True, True)
+                    bad = t._c.last_nonfinite
+                if bad:
+                    _nonfinite(out, 44, NUMPY_UNARY['arccos'], self._d)
+                return out
+        m = _methods.get(cls)
+        if m is not None:
+            return m(self)
+        return _otherwise(self)
+    return arccos
+
+
+def make_sinh(_methods, _otherwise):
+    def sinh(x):
+        self = x
+        cls = self.__class__
+        if cls is Array:
+            t = state.rec
+            if self._t is t and t is not NO_GRAD:
+                pool = self._p or _pool_of(t, self._v.shape)
+                if pool:
+                    nodes = t.nodes
+                    i = len(nodes)
+                    if i != t.nflushed:
+                        t.flush()
+                    j = pool.next
+                    try:
+                        status = _array_row(t._c, 45, self._i, -1, 0.0, pool.base, j)
+                        if status > 0:
+                            _core.check(status, t._c)
+                        bad = status
+                        out = _object_new(Array)
+                        out._b = pool.block
+                        out._j = j
+                        out._t = t
+                        out._p = pool
+                        out._i = i
+                        t.nflushed = i + 1
+                        nodes.append(out)
+                    except BaseException:
+                        t.drop_unkept(i)
+                        raise
+                    if i >= t.array_limit:
+                        t.spill()
+                    if j == _POOL_ROWS - 1:
+                        pool.refill(t)
+                    else:
+                        pool.next = j + 1
+                else:
+                    out = _append(t, _object_new(Array), 45, self._i, -1, 0.0,
+                                  buffers.empty(self._v.shape), True, True)
+                    bad = t._c.last_nonfinite
+                if bad:
+                    _nonfinite(out, 45, NUMPY_UNARY['sinh'], self._d)
+                return out
+        m = _methods.get(cls)
+        if m is not None:
+            return m(self)
+        return _otherwise(self)
+    return sinh
+
+
+def make_cosh(_methods, _otherwise):
+    def cosh(x):
+        self = x
+        cls = self.__class__
+        if cls is Array:
+            t = state.rec
+            if self._t is t and t is not NO_GRAD:
+                pool = self._p or _pool_of(t, self._v.shape)
+                if pool:
+                    nodes = t.nodes
+                    i = len(nodes)
+                    if i != t.nflushed:
+                        t.flush()
+                    j = pool.next
+                    try:
+                        status = _array_row(t._c, 46, self._i, -1, 0.0, pool.base, j)
+                        if status > 0:
+                            _core.check(status, t._c)
+                        bad = status
+                        out = _object_new(Array)
+                        out._b = pool.block
+                        out._j = j
+                        out._t = t
+                        out._p = pool
+                        out._i = i
+                        t.nflushed = i + 1
+                        nodes.append(out)
+                    except BaseException:
+                        t.drop_unkept(i)
+                        raise
+                    if i >= t.array_limit:
+                        t.spill()
+                    if j == _POOL_ROWS - 1:
+                        pool.refill(t)
+                    else:
+                        pool.next = j + 1
+                else:
+                    out = _append(t, _object_new(Array), 46, self._i, -1, 0.0,
+                                  buffers.empty(self._v.shape), True, True)
+                    bad = t._c.last_nonfinite
+                if bad:
+                    _nonfinite(out, 46, NUMPY_UNARY['cosh'], self._d)
+                return out
+        m = _methods.get(cls)
+        if m is not None:
+            return m(self)
+        return _otherwise(self)
+    return cosh
+
+
+def make_arcsinh(_methods, _otherwise):
+    def arcsinh(x):
+        self = x
+        cls = self.__class__
+        if cls is Array:
+            t = state.rec
+            if self._t is t and t is not NO_GRAD:
+                pool = self._p or _pool_of(t, self._v.shape)
+                if pool:
+                    nodes = t.nodes
+                    i = len(nodes)
+                    if i != t.nflushed:
+                        t.flush()
+                    j = pool.next
+                    try:
+                        status = _array_row(t._c, 47, self._i, -1, 0.0, pool.base, j)
+                        if status > 0:
+                            _core.check(status, t._c)
+                        bad = status
+                        out = _object_new(Array)
+                        out._b = pool.block
+                        out._j = j
+                        out._t = t
+                        out._p = pool
+                        out._i = i
+                        t.nflushed = i + 1
+                        nodes.append(out)
+                    except BaseException:
+                        t.drop_unkept(i)
+                        raise
+                    if i >= t.array_limit:
+                        t.spill()
+                    if j == _POOL_ROWS - 1:
+                        pool.refill(t)
+                    else:
+                        pool.next = j + 1
+                else:
+                    out = _append(t, _object_new(Array), 47, self._i, -1, 0.0,
+                                  buffers.empty(self._v.shape), True, True)
+                    bad = t._c.last_nonfinite
+                if bad:
+                    _nonfinite(out, 47, NUMPY_UNARY['arcsinh'], self._d)
+                return out
+        m = _methods.get(cls)
+        if m is not None:
+            return m(self)
+        return _otherwise(self)
+    return arcsinh
+
+
+def make_arccosh(_methods, _otherwise):
+    def arccosh(x):
+        self = x
+        cls = self.__class__
+        if cls is Array:
+            t = state.rec
+            if self._t is t and t is not NO_GRAD:
+                pool = self._p or _pool_of(t, self._v.shape)
+                if pool:
+                    nodes = t.nodes
+                    i = len(nodes)
+                    if i != t.nflushed:
+                        t.flush()
+                    j = pool.next
+                    try:
+                        status = _array_row(t._c, 48, self._i, -1, 0.0, pool.base, j)
+                        if status > 0:
+                            _core.check(status, t._c)
+                        bad = status
+                        out = _object_new(Array)
+                        out._b = pool.block
+                        out._j = j
+                        out._t = t
+                        out._p = pool
+                        out._i = i
+                        t.nflushed = i + 1
+                        nodes.append(out)
+                    except BaseException:
+                        t.drop_unkept(i)
+                        raise
+                    if i >= t.array_limit:
+                        t.spill()
+                    if j == _POOL_ROWS - 1:
+                        pool.refill(t)
+                    else:
+                        pool.next = j + 1
+                else:
+                    out = _append(t, _object_new(Array), 48, self._i, -1, 0.0,
+                                  buffers.empty(self._v.shape), True, True)
+                    bad = t._c.last_nonfinite
+                if bad:
+                    _nonfinite(out, 48, NUMPY_UNARY['arccosh'], self._d)
+                return out
+        m = _methods.get(cls)
+        if m is not None:
+            return m(self)
+        return _otherwise(self)
+    return arccosh
+
+
+def make_arctanh(_methods, _otherwise):
+    def arctanh(x):
+        self = x
+        cls = self.__class__
+        if cls is Array:
+            t = state.rec
+            if self._t is t and t is not NO_GRAD:
+                pool = self._p or _pool_of(t, self._v.shape)
+                if pool:
+                    nodes = t.nodes
+                    i = len(nodes)
+                    if i != t.nflushed:
+                        t.flush()
+                    j = pool.next
+                    try:
+                        status = _array_row(t._c, 49, self._i, -1, 0.0, pool.base, j)
+                        if status > 0:
+                            _core.check(status, t._c)
+                        bad = status
+                        out = _object_new(Array)
+                        out._b = pool.block
+                        out._j = j
+                        out._t = t
+                        out._p = pool
+                        out._i = i
+                        t.nflushed = i + 1
+                        nodes.append(out)
+                    except BaseException:
+                        t.drop_unkept(i)
+                        raise
+                    if i >= t.array_limit:
+                        t.spill()
+                    if j == _POOL_ROWS - 1:
+                        pool.refill(t)
+                    else:
+                        pool.next = j + 1
+                else:
+                    out = _append(t, _object_new(Array), 49, self._i, -1, 0.0,
+                                  buffers.empty(self._v.shape), True, True)
+                    bad = t._c.last_nonfinite
+                if bad:
+                    _nonfinite(out, 49, NUMPY_UNARY['arctanh'], self._d)
+                return out
+        m = _methods.get(cls)
+        if m is not None:
+            return m(self)
+        return _otherwise(self)
+    return arctanh
+
+
+def make_cbrt(_methods, _otherwise):
+    def cbrt(x):
+        self = x
+        cls = self.__class__
+        if cls is Array:
+            t = state.rec
+            if self._t is t and t is not NO_GRAD:
+                pool = self._p or _pool_of(t, self._v.shape)
+                if pool:
+                    nodes = t.nodes
+                    i = len(nodes)
+                    if i != t.nflushed:
+                        t.flush()
+                    j = pool.next
+                    try:
+                        status = _array_row(t._c, 50, self._i, -1, 0.0, pool.base, j)
+                        if status > 0:
+                            _core.check(status, t._c)
+                        bad = status
+                        out = _object_new(Array)
+                        out._b = pool.block
+                        out._j = j
+                        out._t = t
+                        out._p = pool
+                        out._i = i
+                        t.nflushed = i + 1
+                        nodes.append(out)
+                    except BaseException:
+                        t.drop_unkept(i)
+                        raise
+                    if i >= t.array_limit:
+                        t.spill()
+                    if j == _POOL_ROWS - 1:
+                        pool.refill(t)
+                    else:
+                        pool.next = j + 1
+                else:
+                    out = _append(t, _object_new(Array), 50, self._i, -1, 0.0,
+                                  buffers.empty(self._v.shape), True, True)
+                    bad = t._c.last_nonfinite
+                if bad:
+                    _nonfinite(out, 50, NUMPY_UNARY['cbrt'], self._d)
+                return out
+        m = _methods.get(cls)
+        if m is not None:
+            return m(self)
+        return _otherwise(self)
+    return cbrt
+
+
 OPERATORS = (
     '__add__',
     '__radd__',
@@ -1977,6 +2807,15 @@ OPERATORS = (
     'log1p',
     'expm1',
     'arctan',
+    'tan',
+    'arcsin',
+    'arccos',
+    'sinh',
+    'cosh',
+    'arcsinh',
+    'arccosh',
+    'arctanh',
+    'cbrt',
 )
 
 # the makers of the module functions ad.NAME (functions.py)
@@ -1993,4 +2832,13 @@ FUNCTIONS = {
     'log1p': make_log1p,
     'expm1': make_expm1,
     'arctan': make_arctan,
+    'tan': make_tan,
+    'arcsin': make_arcsin,
+    'arccos': make_arccos,
+    'sinh': make_sinh,
+    'cosh': make_cosh,
+    'arcsinh': make_arcsinh,
+    'arccosh': make_arccosh,
+    'arctanh': make_arctanh,
+    'cbrt': make_cbrt,
 }

@@ -133,6 +133,42 @@ def ARCTAN_dx(x, y, v, c):
     return 1 / (1 + x * x)
 
 
+def TAN_dx(x, y, v, c):
+    return 1 + v * v
+
+
+def ARCSIN_dx(x, y, v, c):
+    return (1 - x * x) ** -0.5
+
+
+def ARCCOS_dx(x, y, v, c):
+    return -((1 - x * x) ** -0.5)
+
+
+def SINH_dx(x, y, v, c):
+    return cosh(x)
+
+
+def COSH_dx(x, y, v, c):
+    return sinh(x)
+
+
+def ARCSINH_dx(x, y, v, c):
+    return (1 + x * x) ** -0.5
+
+
+def ARCCOSH_dx(x, y, v, c):
+    return (x * x - 1) ** -0.5
+
+
+def ARCTANH_dx(x, y, v, c):
+    return 1 / (1 - x * x)
+
+
+def CBRT_dx(x, y, v, c):
+    return 1 / (3 * v * v)
+
+
 def MAXIMUM_dx(x, y, v, c):
     return mask('LT', y, x) + 0.5 * mask('EQ', x, y)
 
@@ -155,6 +191,30 @@ def SELECT_dx(x, y, v, c):
 
 def SELECT_dy(x, y, v, c):
     return 0
+
+
+def ARCTAN2_dx(x, y, v, c):
+    return y / (x * x + y * y)
+
+
+def ARCTAN2_dy(x, y, v, c):
+    return -x / (x * x + y * y)
+
+
+def HYPOT_dx(x, y, v, c):
+    return x / v
+
+
+def HYPOT_dy(x, y, v, c):
+    return y / v
+
+
+def LOGADDEXP_dx(x, y, v, c):
+    return exp(x - v)
+
+
+def LOGADDEXP_dy(x, y, v, c):
+    return exp(y - v)
 
 
 # op: its partials, d/dx (and d/dy)
@@ -185,7 +245,19 @@ PARTIALS = {
     'LOG1P': (LOG1P_dx, ),
     'EXPM1': (EXPM1_dx, ),
     'ARCTAN': (ARCTAN_dx, ),
+    'TAN': (TAN_dx, ),
+    'ARCSIN': (ARCSIN_dx, ),
+    'ARCCOS': (ARCCOS_dx, ),
+    'SINH': (SINH_dx, ),
+    'COSH': (COSH_dx, ),
+    'ARCSINH': (ARCSINH_dx, ),
+    'ARCCOSH': (ARCCOSH_dx, ),
+    'ARCTANH': (ARCTANH_dx, ),
+    'CBRT': (CBRT_dx, ),
     'MAXIMUM': (MAXIMUM_dx, MAXIMUM_dy, ),
     'MINIMUM': (MINIMUM_dx, MINIMUM_dy, ),
     'SELECT': (SELECT_dx, SELECT_dy, ),
+    'ARCTAN2': (ARCTAN2_dx, ARCTAN2_dy, ),
+    'HYPOT': (HYPOT_dx, HYPOT_dy, ),
+    'LOGADDEXP': (LOGADDEXP_dx, LOGADDEXP_dy, ),
 }

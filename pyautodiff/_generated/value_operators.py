@@ -5,14 +5,16 @@
 # Op codes inlined below (pyautodiff._core.OPS, the C enum):
 #  ADD 1  SUB 2  MUL 3  DIV 4  POW 5  ADDC 6  MULC 7  DIVC 8  RSUBC 9  RDIVC 10
 #  POWC 11  RPOWC 12  NEG 13  ABS 14  RELU 15  TANH 16  EXP 17  LOG 18
-#  SIGMOID 19  SIN 20  COS 21  SQRT 22  LOG1P 39  EXPM1 40  ARCTAN 41
+#  SIGMOID 19  SIN 20  COS 21  SQRT 22  LOG1P 39  EXPM1 40  ARCTAN 41  TAN 42
+#  ARCSIN 43  ARCCOS 44  SINH 45  COSH 46  ARCSINH 47  ARCCOSH 48  ARCTANH 49
+#  CBRT 50
 """Value's and Traced's operators, and each op's value on plain numbers.
 They run in the globals value.py's install_operators gives them (see
 __init__.py here): _cls is the class.
 """
 
 # the codes above, checked against the C enum when linked
-INLINED = {'ADD': 1, 'SUB': 2, 'MUL': 3, 'DIV': 4, 'POW': 5, 'ADDC': 6, 'MULC': 7, 'DIVC': 8, 'RSUBC': 9, 'RDIVC': 10, 'POWC': 11, 'RPOWC': 12, 'NEG': 13, 'ABS': 14, 'RELU': 15, 'TANH': 16, 'EXP': 17, 'LOG': 18, 'SIGMOID': 19, 'SIN': 20, 'COS': 21, 'SQRT': 22, 'LOG1P': 39, 'EXPM1': 40, 'ARCTAN': 41}
+INLINED = {'ADD': 1, 'SUB': 2, 'MUL': 3, 'DIV': 4, 'POW': 5, 'ADDC': 6, 'MULC': 7, 'DIVC': 8, 'RSUBC': 9, 'RDIVC': 10, 'POWC': 11, 'RPOWC': 12, 'NEG': 13, 'ABS': 14, 'RELU': 15, 'TANH': 16, 'EXP': 17, 'LOG': 18, 'SIGMOID': 19, 'SIN': 20, 'COS': 21, 'SQRT': 22, 'LOG1P': 39, 'EXPM1': 40, 'ARCTAN': 41, 'TAN': 42, 'ARCSIN': 43, 'ARCCOS': 44, 'SINH': 45, 'COSH': 46, 'ARCSINH': 47, 'ARCCOSH': 48, 'ARCTANH': 49, 'CBRT': 50}
 
 
 def __add__(self, other):
@@ -514,6 +516,168 @@ def arctan(self):
     return _slow_unary(self, 'arctan')
 
 
+def tan(self):
+    t = _state.rec
+    if self._t is t:
+        x = self._d
+        d = _tan(x)
+        out = _new(_cls)
+        out._d = d
+        out._t = t
+        n = t.nodes
+        out._i = i = len(n)
+        _pack_into(t.buf, i << 5, 42, self._i, -1, 0, 0.0, d)
+        n.append(out)
+        if i >= t.limit:
+            t.spill(out)
+        return out
+    return _slow_unary(self, 'tan')
+
+
+def arcsin(self):
+    t = _state.rec
+    if self._t is t:
+        x = self._d
+        d = _asin(x)
+        out = _new(_cls)
+        out._d = d
+        out._t = t
+        n = t.nodes
+        out._i = i = len(n)
+        _pack_into(t.buf, i << 5, 43, self._i, -1, 0, 0.0, d)
+        n.append(out)
+        if i >= t.limit:
+            t.spill(out)
+        return out
+    return _slow_unary(self, 'arcsin')
+
+
+def arccos(self):
+    t = _state.rec
+    if self._t is t:
+        x = self._d
+        d = _acos(x)
+        out = _new(_cls)
+        out._d = d
+        out._t = t
+        n = t.nodes
+        out._i = i = len(n)
+        _pack_into(t.buf, i << 5, 44, self._i, -1, 0, 0.0, d)
+        n.append(out)
+        if i >= t.limit:
+            t.spill(out)
+        return out
+    return _slow_unary(self, 'arccos')
+
+
+def sinh(self):
+    t = _state.rec
+    if self._t is t:
+        x = self._d
+        d = _sinh(x)
+        out = _new(_cls)
+        out._d = d
+        out._t = t
+        n = t.nodes
+        out._i = i = len(n)
+        _pack_into(t.buf, i << 5, 45, self._i, -1, 0, 0.0, d)
+        n.append(out)
+        if i >= t.limit:
+            t.spill(out)
+        return out
+    return _slow_unary(self, 'sinh')
+
+
+def cosh(self):
+    t = _state.rec
+    if self._t is t:
+        x = self._d
+        d = _cosh(x)
+        out = _new(_cls)
+        out._d = d
+        out._t = t
+        n = t.nodes
+        out._i = i = len(n)
+        _pack_into(t.buf, i << 5, 46, self._i, -1, 0, 0.0, d)
+        n.append(out)
+        if i >= t.limit:
+            t.spill(out)
+        return out
+    return _slow_unary(self, 'cosh')
+
+
+def arcsinh(self):
+    t = _state.rec
+    if self._t is t:
+        x = self._d
+        d = _asinh(x)
+        out = _new(_cls)
+        out._d = d
+        out._t = t
+        n = t.nodes
+        out._i = i = len(n)
+        _pack_into(t.buf, i << 5, 47, self._i, -1, 0, 0.0, d)
+        n.append(out)
+        if i >= t.limit:
+            t.spill(out)
+        return out
+    return _slow_unary(self, 'arcsinh')
+
+
+def arccosh(self):
+    t = _state.rec
+    if self._t is t:
+        x = self._d
+        d = _acosh(x)
+        out = _new(_cls)
+        out._d = d
+        out._t = t
+        n = t.nodes
+        out._i = i = len(n)
+        _pack_into(t.buf, i << 5, 48, self._i, -1, 0, 0.0, d)
+        n.append(out)
+        if i >= t.limit:
+            t.spill(out)
+        return out
+    return _slow_unary(self, 'arccosh')
+
+
+def arctanh(self):
+    t = _state.rec
+    if self._t is t:
+        x = self._d
+        d = _atanh(x)
+        out = _new(_cls)
+        out._d = d
+        out._t = t
+        n = t.nodes
+        out._i = i = len(n)
+        _pack_into(t.buf, i << 5, 49, self._i, -1, 0, 0.0, d)
+        n.append(out)
+        if i >= t.limit:
+            t.spill(out)
+        return out
+    return _slow_unary(self, 'arctanh')
+
+
+def cbrt(self):
+    t = _state.rec
+    if self._t is t:
+        x = self._d
+        d = _cbrt(x)
+        out = _new(_cls)
+        out._d = d
+        out._t = t
+        n = t.nodes
+        out._i = i = len(n)
+        _pack_into(t.buf, i << 5, 50, self._i, -1, 0, 0.0, d)
+        n.append(out)
+        if i >= t.limit:
+            t.spill(out)
+        return out
+    return _slow_unary(self, 'cbrt')
+
+
 # each op's value on plain numbers, for the slow paths (cls._fn)
 VALUES = {
     'ADD': lambda x, y=None, c=None: x + y,
@@ -541,6 +705,15 @@ VALUES = {
     'LOG1P': lambda x, y=None, c=None: _log1p(x),
     'EXPM1': lambda x, y=None, c=None: _expm1(x),
     'ARCTAN': lambda x, y=None, c=None: _atan(x),
+    'TAN': lambda x, y=None, c=None: _tan(x),
+    'ARCSIN': lambda x, y=None, c=None: _asin(x),
+    'ARCCOS': lambda x, y=None, c=None: _acos(x),
+    'SINH': lambda x, y=None, c=None: _sinh(x),
+    'COSH': lambda x, y=None, c=None: _cosh(x),
+    'ARCSINH': lambda x, y=None, c=None: _asinh(x),
+    'ARCCOSH': lambda x, y=None, c=None: _acosh(x),
+    'ARCTANH': lambda x, y=None, c=None: _atanh(x),
+    'CBRT': lambda x, y=None, c=None: _cbrt(x),
 }
 
 OPERATORS = (
@@ -567,4 +740,13 @@ OPERATORS = (
     'log1p',
     'expm1',
     'arctan',
+    'tan',
+    'arcsin',
+    'arccos',
+    'sinh',
+    'cosh',
+    'arcsinh',
+    'arccosh',
+    'arctanh',
+    'cbrt',
 )

@@ -166,6 +166,15 @@ class Reference:
     def minimum(self, a, b):
         return self.apply("minimum", a, b)
 
+    def arctan2(self, a, b):
+        return self.apply("arctan2", a, b)
+
+    def hypot(self, a, b):
+        return self.apply("hypot", a, b)
+
+    def logaddexp(self, a, b):
+        return self.apply("logaddexp", a, b)
+
     # -- composites of the rows ----------------------------------------------------
 
     def clip(self, a, lo, hi):

@@ -70,6 +70,8 @@ def install_rules(cls, unary, binary):
             continue            # constant forms are the binary rows with a constant
         if rule.arity == 1:
             setattr(cls, rule.method, unary(rule))
+        elif not rule.method.startswith("__"):       # x.arctan2(y): no reflection
+            setattr(cls, rule.method, binary(rule, False))
         else:
             setattr(cls, rule.method, binary(rule, False))
             setattr(cls, "__r" + rule.method[2:], binary(rule, True))

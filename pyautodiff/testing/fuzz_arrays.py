@@ -123,6 +123,15 @@ class TapeOps:
     def minimum(self, a, b):
         return (np.minimum if self.spell == "np" else ad.minimum)(a, b)
 
+    def arctan2(self, a, b):
+        return (np.arctan2 if self.spell == "np" else ad.arctan2)(a, b)
+
+    def hypot(self, a, b):
+        return (np.hypot if self.spell == "np" else ad.hypot)(a, b)
+
+    def logaddexp(self, a, b):
+        return (np.logaddexp if self.spell == "np" else ad.logaddexp)(a, b)
+
     def clip(self, a, lo, hi):
         return (np.clip if self.spell == "np" else ad.clip)(a, lo, hi)
 
@@ -292,6 +301,8 @@ OPS = {
     **{name: _unary(name) for name in UNARY_OPS},
     "maximum": lambda B, xs, p: B.maximum(*_operands(xs, p)),
     "minimum": lambda B, xs, p: B.minimum(*_operands(xs, p)),
+    **{name: (lambda name: lambda B, xs, p: getattr(B, name)(*_operands(xs, p)))(name)
+       for name in ("arctan2", "hypot", "logaddexp")},
     "clip": lambda B, xs, p: B.clip(xs[0], p["lo"], p["hi"]),
     "where": lambda B, xs, p: B.where(p["mask"], *_operands(xs, p)),
     "select": lambda B, xs, p: B.select(p["cmp"], *_operands(xs, p)),
@@ -339,7 +350,8 @@ def run(steps, B, inputs=None):
 
 # ops whose result is a Value when every traced operand is a Value and every
 # constant a Python number (elsewhere a Value is a 0-d array operand)
-VALUE_KEEPING = {"add", "sub", "mul", "div", "pow", "combine"} | set(UNARY_OPS)
+VALUE_KEEPING = {"add", "sub", "mul", "div", "pow", "combine", "arctan2", "hypot",
+                 "logaddexp"} | set(UNARY_OPS)
 CUSTOM = {"cube", "mulsin", "sumsq_last"}
 # ops that keep a node positive (for log, sqrt, division and powers without
 # the x*x + c detour)
@@ -852,6 +864,7 @@ GENERATORS = {
     "div": _gen_div, "pow": _gen_pow,
     **{op: _gen_unary(op) for op in (*UNARY_OPS, "cube")},
     "maximum": _gen_choice("maximum"), "minimum": _gen_choice("minimum"),
+    **{op: _gen_choice(op) for op in ("arctan2", "hypot", "logaddexp")},
     "clip": _gen_clip, "where": _gen_where, "select": _gen_select,
     **{op: _gen_reduce(op) for op in ("sum", "mean", "max", "min")},
     "reshape": _gen_reshape, "transpose": _gen_transpose,

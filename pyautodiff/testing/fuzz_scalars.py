@@ -28,7 +28,7 @@ import pyautodiff as ad
 from pyautodiff import _core, ops
 from pyautodiff._core import ffi, lib
 from .dual import Dual
-from .rules import RULES, into_domain
+from .rules import RULES, into_domain, spelled
 
 # a custom op (an extern entry, its rule in Python) as the tape sees it
 _cube = ad.custom_op(lambda x: x * x * x, lambda g, out, x: (3.0 * x * x * g,))
@@ -70,6 +70,12 @@ STEPS = {
     "rpowc": lambda a, b, c: c ** a.tanh(),
     **{op.name.lower(): _unary_step(op) for op in ops.ELEMENTWISE
        if op.method in ops.UNARY},
+    # NumPy's functions of two operands (np.arctan2(a, b) of Values), the
+    # singular point (0, 0) of arctan2 and hypot out of reach (and hypot's
+    # second operand bounded, so that it does not grow a program's values)
+    "arctan2": lambda a, b, c: spelled(RULES["arctan2"])(a, b * b + 0.5),
+    "hypot": lambda a, b, c: spelled(RULES["hypot"])(a, b.tanh() + 1.5),
+    "logaddexp": lambda a, b, c: spelled(RULES["logaddexp"])(a, b),
 }
 
 

@@ -27,9 +27,12 @@ absolute zero times something infinite at a limit (d/dx x ** 0 at x = 0),
 the row says 0 (``_times``).
 
 ``method`` is how Python code writes the op on a number type: a dunder
-(``__add__``; a binary op's reflected form follows) or a method name
-(``tanh``); None where Python has no spelling for it (maximum, the mask of
-a selection, the comparisons, whose Python forms give bools).  ``kink`` is
+(``__add__``; a binary op's reflected form follows), a method name
+(``tanh``) or, for an op of two operands with a NumPy name (``arctan2``),
+that name: the oracles' numbers have it as a method ``x.arctan2(y)``, and
+Values and Arrays are called with NumPy's function; None where Python has
+no spelling for it (maximum, the mask of a selection, the comparisons,
+whose Python forms give bools).  ``kink`` is
 where the derivative jumps, as a function of the operands that is 0 there;
 the conventions at a kink are the ones pyautodiff documents: relu'(0) = 0,
 abs'(0) = 0, ties of maximum and minimum split the derivative in halves.
@@ -77,6 +80,15 @@ sqrt = _elementwise(math.sqrt, np.sqrt)
 log1p = _elementwise(math.log1p, np.log1p)
 expm1 = _elementwise(math.expm1, np.expm1)
 arctan = _elementwise(math.atan, np.arctan)
+tan = _elementwise(math.tan, np.tan)
+arcsin = _elementwise(math.asin, np.arcsin)
+arccos = _elementwise(math.acos, np.arccos)
+sinh = _elementwise(math.sinh, np.sinh)
+cosh = _elementwise(math.cosh, np.cosh)
+arcsinh = _elementwise(math.asinh, np.arcsinh)
+arccosh = _elementwise(math.acosh, np.arccosh)
+arctanh = _elementwise(math.atanh, np.arctanh)
+cbrt = _elementwise(math.cbrt, np.cbrt)
 
 
 def _any_array(*xs):
@@ -105,6 +117,32 @@ def minimum(x, y):
     if _any_array(x, y):
         return np.minimum(x, y)
     return x if x <= y or x != x else y
+
+
+def arctan2(x, y):
+    """The angle of the point (y, x), as NumPy's arctan2(x, y)."""
+    if _any_array(x, y):
+        return np.arctan2(x, y)
+    return math.atan2(x, y)
+
+
+def hypot(x, y):
+    if _any_array(x, y):
+        return np.hypot(x, y)
+    return math.hypot(x, y)
+
+
+def logaddexp(x, y):
+    """log(exp(x) + exp(y)), on floats by the identity with the larger
+    operand taken out (so it never overflows)."""
+    if _any_array(x, y):
+        return np.logaddexp(x, y)
+    if x != x or y != y:
+        return math.nan
+    if x == y:
+        return x + math.log(2.0)
+    big, small = (x, y) if x > y else (y, x)
+    return big + math.log1p(math.exp(small - big))
 
 
 def _step(cond):
@@ -243,6 +281,61 @@ _ROWS = [
     Rule("arctan", 1, arctan,
          (lambda x, v: 1.0 / (1.0 + x * x),),
          (lambda x, v: -2.0 * x / ((1.0 + x * x) * (1.0 + x * x)),), "arctan"),
+    # tan' = sec^2 = 1 + tan^2; its derivative 2 tan sec^2
+    Rule("tan", 1, tan,
+         (lambda x, v: 1.0 / (cos(x) * cos(x)),),
+         (lambda x, v: 2.0 * sin(x) / (cos(x) * cos(x) * cos(x)),), "tan",
+         domain=(-1.2, 1.2)),
+    # arcsin, arccos and arctanh are real on (-1, 1); their domains stop
+    # short of it, as into_domain's tanh rounds to +-1 for large operands
+    Rule("arcsin", 1, arcsin,
+         (lambda x, v: (1.0 - x * x) ** -0.5,),
+         (lambda x, v: x * (1.0 - x * x) ** -1.5,),                "arcsin",
+         domain=(-0.9, 0.9)),
+    Rule("arccos", 1, arccos,
+         (lambda x, v: -(1.0 - x * x) ** -0.5,),
+         (lambda x, v: -x * (1.0 - x * x) ** -1.5,),               "arccos",
+         domain=(-0.9, 0.9)),
+    Rule("sinh", 1, sinh, (lambda x, v: cosh(x),), (lambda x, v: sinh(x),),
+         "sinh", domain=(-2.0, 2.0)),
+    Rule("cosh", 1, cosh, (lambda x, v: sinh(x),), (lambda x, v: cosh(x),),
+         "cosh", domain=(-2.0, 2.0)),
+    Rule("arcsinh", 1, arcsinh,
+         (lambda x, v: (x * x + 1.0) ** -0.5,),
+         (lambda x, v: -x * (x * x + 1.0) ** -1.5,),               "arcsinh"),
+    Rule("arccosh", 1, arccosh,
+         (lambda x, v: (x * x - 1.0) ** -0.5,),
+         (lambda x, v: -x * (x * x - 1.0) ** -1.5,),               "arccosh",
+         domain=(1.0, None)),
+    Rule("arctanh", 1, arctanh,
+         (lambda x, v: 1.0 / (1.0 - x * x),),
+         (lambda x, v: 2.0 * x / ((1.0 - x * x) * (1.0 - x * x)),), "arctanh",
+         domain=(-0.9, 0.9)),
+    # x^(1/3): (1/3) x^(-2/3), (-2/9) x^(-5/3), written with cbrt so that
+    # they hold for x < 0 too; kept off 0, where both are infinite
+    Rule("cbrt", 1, cbrt,
+         (lambda x, v: 1.0 / (3.0 * cbrt(x * x)),),
+         (lambda x, v: -2.0 / (9.0 * x * cbrt(x * x)),),           "cbrt",
+         domain=(0.0, None)),
+    # arctan2(x, y), the angle of (y, x): d/dx = y / r^2, d/dy = -x / r^2
+    Rule("arctan2", 2, arctan2,
+         (lambda x, y, v: y / (x * x + y * y),
+          lambda x, y, v: -x / (x * x + y * y)),
+         (lambda x, y, v: -2.0 * x * y / (x * x + y * y) ** 2,
+          lambda x, y, v: (x * x - y * y) / (x * x + y * y) ** 2,
+          lambda x, y, v: 2.0 * x * y / (x * x + y * y) ** 2),       "arctan2"),
+    Rule("hypot", 2, hypot,
+         (lambda x, y, v: x / hypot(x, y), lambda x, y, v: y / hypot(x, y)),
+         (lambda x, y, v: y * y / hypot(x, y) ** 3,
+          lambda x, y, v: -x * y / hypot(x, y) ** 3,
+          lambda x, y, v: x * x / hypot(x, y) ** 3),                "hypot"),
+    # the partials are the softmax weights e^x / (e^x + e^y) and e^y / (...)
+    Rule("logaddexp", 2, logaddexp,
+         (lambda x, y, v: 1.0 / (1.0 + exp(y - x)),
+          lambda x, y, v: 1.0 / (1.0 + exp(x - y))),
+         (lambda x, y, v: exp(y - x) / (1.0 + exp(y - x)) ** 2,
+          lambda x, y, v: -exp(y - x) / (1.0 + exp(y - x)) ** 2,
+          lambda x, y, v: exp(x - y) / (1.0 + exp(x - y)) ** 2),    "logaddexp"),
 ]
 
 
@@ -286,10 +379,22 @@ def spelled(rule):
     if name is None:
         return None
     if not name.startswith("__"):
+        if rule.arity == 2 and not rule.constant:
+            return _two_operands(name)
         return operator.methodcaller(name)
     fn = getattr(operator, name.strip("_"))
     if rule.constant == "left":
         return lambda x, c: fn(c, x)
+    return fn
+
+
+def _two_operands(name):
+    """x.name(y) where x's class has that method (the oracles' numbers),
+    else NumPy's function name(x, y) (Values, Arrays, floats)."""
+    def fn(x, y):
+        method = getattr(type(x), name, None)
+        return method(x, y) if method is not None else getattr(np, name)(x, y)
+    fn.__name__ = name
     return fn
 
 

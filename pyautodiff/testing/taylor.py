@@ -174,6 +174,33 @@ class Jet:
     def sigmoid(self):
         return sigmoid(self)
 
+    def tan(self):
+        return tan(self)
+
+    def arcsin(self):
+        return arcsin(self)
+
+    def arccos(self):
+        return arccos(self)
+
+    def sinh(self):
+        return sinh(self)
+
+    def cosh(self):
+        return cosh(self)
+
+    def arcsinh(self):
+        return arcsinh(self)
+
+    def arccosh(self):
+        return arccosh(self)
+
+    def arctanh(self):
+        return arctanh(self)
+
+    def cbrt(self):
+        return cbrt(self)
+
     def relu(self):
         return relu(self)
 
@@ -422,6 +449,51 @@ def _sin_cos(x):
     return s, c
 
 
+def _sinh_cosh(x):
+    """sinh and cosh of x together: sinh' = cosh, cosh' = sinh."""
+    s, c = [np.sinh(x.c[0])], [np.cosh(x.c[0])]
+    for k in range(1, len(x.c)):
+        ds = x.c[1] * c[k - 1]
+        dc = x.c[1] * s[k - 1]
+        for j in range(2, k + 1):
+            ds = ds + (j * x.c[j]) * c[k - j]
+            dc = dc + (j * x.c[j]) * s[k - j]
+        s.append(ds / k)
+        c.append(dc / k)
+    return s, c
+
+
+def _tan_series(x):
+    # tan' = 1 + tan^2
+    return _integral(x.c, np.tan(x.c[0]),
+                     lambda m, f: (1.0 if m == 0 else 0.0) + _conv(f, f, m))
+
+
+def _inverse_series(f0, sign, shift, r):
+    """f(a) with f' = sign * (shift + sign_sq * a^2) ** r: the inverse
+    trigonometric and hyperbolic functions (shift, the sign of a^2 and r
+    as given), the derivative's series by the power recurrence."""
+    def series(x):
+        sq_sign, const = shift
+        inner = [(const if k == 0 else 0.0) + sq_sign * _conv(x.c, x.c, k)
+                 for k in range(len(x.c))]
+        g = _power_series(inner, r)
+        return _integral(x.c, f0(x.c[0]), lambda m, f: sign * g[m])
+    return series
+
+
+def _cbrt_series(x):
+    # a^(1/3) by the power recurrence, its first term cbrt's (real for a < 0)
+    p = [np.cbrt(x.c[0])]
+    a = x.c
+    for k in range(1, len(a)):
+        s = ((1.0 / 3.0 + 1.0) - k) * a[1] * p[k - 1]
+        for j in range(2, k + 1):
+            s = s + ((1.0 / 3.0 + 1.0) * j - k) * a[j] * p[k - j]
+        p.append(s / (k * a[0]))
+    return p
+
+
 def _power_series(a, r):
     """a ** r for a constant r (a number, ndarray or jet of a smaller
     tag): p_0 = a_0^r, k a_0 p_k = sum_{j=1..k} ((r+1) j - k) a_j p_{k-j}.
@@ -460,6 +532,16 @@ tanh = _unary("tanh", _tanh_series)
 sin = _unary("sin", lambda x: _sin_cos(x)[0])
 cos = _unary("cos", lambda x: _sin_cos(x)[1])
 sqrt = _unary("sqrt", lambda x: _power_series(x.c, 0.5))
+tan = _unary("tan", _tan_series)
+sinh = _unary("sinh", lambda x: _sinh_cosh(x)[0])
+cosh = _unary("cosh", lambda x: _sinh_cosh(x)[1])
+# (shift: the sign of a^2 and the constant under the power)
+arcsin = _unary("arcsin", _inverse_series(np.arcsin, 1.0, (-1.0, 1.0), -0.5))
+arccos = _unary("arccos", _inverse_series(np.arccos, -1.0, (-1.0, 1.0), -0.5))
+arcsinh = _unary("arcsinh", _inverse_series(np.arcsinh, 1.0, (1.0, 1.0), -0.5))
+arccosh = _unary("arccosh", _inverse_series(np.arccosh, 1.0, (1.0, -1.0), -0.5))
+arctanh = _unary("arctanh", _inverse_series(np.arctanh, 1.0, (-1.0, 1.0), -1.0))
+cbrt = _unary("cbrt", _cbrt_series)
 
 
 def sigmoid(x):
@@ -507,6 +589,38 @@ def relu(x):
     v = base(x)
     _refuse_near(v, np.abs(v), "relu", _spread(x))
     return _masked(x, (v > 0) * 1.0)
+
+
+def hypot(x, y):
+    """sqrt(x^2 + y^2)."""
+    if not (isinstance(x, Jet) or isinstance(y, Jet)):
+        return np.hypot(x, y)
+    return sqrt(add(multiply(x, x), multiply(y, y)))
+
+
+def logaddexp(x, y):
+    """log(e^x + e^y), the larger constant term m taken out: m + log(e^(x-m)
+    + e^(y-m)), so that nothing overflows."""
+    if not (isinstance(x, Jet) or isinstance(y, Jet)):
+        return np.logaddexp(x, y)
+    m = np.maximum(base(x), base(y))
+    return add(m, log(add(exp(subtract(x, m)), exp(subtract(y, m)))))
+
+
+def arctan2(x, y):
+    """The angle of the point (y, x) (NumPy's order): its derivative in t is
+    h = (y x' - x y') / (x^2 + y^2), so f_0 = arctan2(x_0, y_0) and
+    f_k = h_{k-1} / k."""
+    (x, y), tag = _lift(x, y)
+    if not tag:
+        return np.arctan2(x, y)
+    a, b, order = x.c, y.c, x.order
+    da = [(k + 1) * a[k + 1] for k in range(order)]
+    db = [(k + 1) * b[k + 1] for k in range(order)]
+    num = [_conv(b, da, k) - _conv(a, db, k) for k in range(order)]
+    den = [_conv(a, a, k) + _conv(b, b, k) for k in range(order)]
+    h = _quotient(num, den) if order else []
+    return Jet([arctan2(a[0], b[0])] + [h[k - 1] / k for k in range(1, order + 1)], tag)
 
 
 def absolute(x):
@@ -596,7 +710,10 @@ _UFUNCS = {np.add: add, np.subtract: subtract, np.multiply: multiply,
            np.square: lambda x: multiply(x, x),
            np.exp: exp, np.expm1: expm1, np.log: log, np.log1p: log1p,
            np.tanh: tanh, np.sin: sin, np.cos: cos, np.sqrt: sqrt,
-           np.arctan: arctan}
+           np.arctan: arctan, np.tan: tan, np.sinh: sinh, np.cosh: cosh,
+           np.arcsin: arcsin, np.arccos: arccos, np.arcsinh: arcsinh,
+           np.arccosh: arccosh, np.arctanh: arctanh, np.cbrt: cbrt,
+           np.arctan2: arctan2, np.hypot: hypot, np.logaddexp: logaddexp}
 
 _FUNCTIONS = {np.sum: _reduction(np.sum), np.mean: _reduction(np.mean),
               np.max: _reduction(np.max), np.min: _reduction(np.min),
