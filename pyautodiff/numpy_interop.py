@@ -11,6 +11,7 @@ from . import array as _array
 from .array import Array
 from .guards import decide as _decide, takes_guards
 from .matmul import matmul
+from . import products
 from .ops import ELEMENTWISE, REFLECTED
 from .tape import differentiated, warn_detached
 from .value import Value
@@ -257,14 +258,6 @@ def _reduction(name):
     return reduce
 
 
-def _dot(a, b):
-    if np.ndim(_array._plain(a)) == 0 or np.ndim(_array._plain(b)) == 0:
-        return _binary("__mul__", *_operands([a, b]))    # NumPy multiplies
-    if np.ndim(_array._plain(a)) > 2 or np.ndim(_array._plain(b)) > 2:
-        raise _no_rule("numpy.dot of arrays with more than 2 dimensions (use matmul)")
-    return matmul(a, b)
-
-
 def _method(name):
     """NumPy's np.NAME(a, ...) as the Array method a.NAME(...)."""
     return lambda a, *args, **kwargs: getattr(_array._asarray(a), name)(*args, **kwargs)
@@ -274,7 +267,7 @@ _FUNCTIONS = {
     np.sum: _reduction("sum"), np.mean: _reduction("mean"),
     np.max: _reduction("max"), np.min: _reduction("min"),
     np.amax: _reduction("max"), np.amin: _reduction("min"),
-    np.dot: _dot, np.matmul: matmul,
+    np.matmul: matmul,
     np.reshape: lambda a, shape, **kw: _array.reshape(a, shape),
     np.transpose: lambda a, axes=None: _array.transpose(a, axes),
     np.expand_dims: _array.expand_dims, np.squeeze: _array.squeeze,
@@ -290,6 +283,7 @@ _FUNCTIONS = {
     np.any: lambda a, axis=None, **kw: _decision(a, "any", axis, kw),
     np.all: lambda a, axis=None, **kw: _decision(a, "all", axis, kw),
 }
+_FUNCTIONS.update(products.NUMPY_FUNCTIONS)
 
 
 def _decision(a, name, axis, kwargs):
