@@ -11,7 +11,7 @@ from . import array as _array
 from .array import Array
 from .guards import decide as _decide, takes_guards
 from .matmul import matmul
-from . import products
+from . import linalg, products
 from .ops import ELEMENTWISE, REFLECTED
 from .tape import differentiated, warn_detached
 from .value import Value
@@ -284,6 +284,7 @@ _FUNCTIONS = {
     np.all: lambda a, axis=None, **kw: _decision(a, "all", axis, kw),
 }
 _FUNCTIONS.update(products.NUMPY_FUNCTIONS)
+_FUNCTIONS.update(linalg.NUMPY_FUNCTIONS)
 
 
 def _decision(a, name, axis, kwargs):
