@@ -29,15 +29,58 @@ def _eye(n):
 
 
 def _lifted(g):
-    """A nested rule's cotangent: a Value (a scalar's) as a 0-d Array, so
-    that NumPy's indexing and methods apply."""
-    return _asarray(g) if isinstance(g, Value) else g
+    """A nested rule's cotangent as an Array (a Value, a scalar's, as a 0-d
+    one) or an ndarray (a plain seed such as 1.0), so that NumPy's
+    indexing and methods apply."""
+    if isinstance(g, Array):
+        return g
+    return _asarray(g) if isinstance(g, Value) else np.asarray(g, dtype=np.float64)
+
+
+class _Rule(ExternRule):
+    """An extern rule whose vjp is written with NumPy functions, which
+    record when given Arrays: the C second-order sweep (a recording's
+    hessian) takes the tangent of the cotangents by differentiating the
+    vjp in forward mode.  The output is recomputed by forward, which on
+    Arrays is the traced function (NumPy's dispatches here)."""
+
+    __slots__ = ()
+
+    def cotangents(self, g, out, inputs, needs, into=None):
+        # a scalar output's adjoint may come as a float: indexed as an array
+        return self.vjp(np.asarray(g, dtype=np.float64), out, *inputs, needs=needs)
+
+    def cotangent_tangents(self, g, dg, out, inputs, tangents, needs):
+        from .functional import jvp     # (functional imports the package)
+        first = self.cotangents(dg, out, inputs, needs)
+        moving = [k for k, t in enumerate(tangents) if t is not None]
+        if not moving:
+            return first
+        sizes = [np.size(inputs[k]) for k in moving]
+        ends = np.cumsum([0] + sizes)
+
+        def cotangents(p):
+            xs = list(inputs)
+            for k, lo, hi in zip(moving, ends[:-1], ends[1:]):
+                xs[k] = p[lo:hi].reshape(np.shape(inputs[k]))
+            cts = self.vjp(g, self.forward(*xs), *xs, needs=needs)
+            return np.concatenate([(c if c is not None else np.zeros(np.shape(x)))
+                                   .reshape(-1) for c, x in zip(cts, inputs)])
+
+        point = np.concatenate([np.ravel(inputs[k]) for k in moving])
+        direction = np.concatenate([np.ravel(tangents[k]) for k in moving])
+        _, tangent = jvp(cotangents)(point, direction)
+        ends = np.cumsum([0] + [np.size(x) for x in inputs])
+        return [None if not need else
+                (0.0 if f is None else f) + tangent[lo:hi].reshape(np.shape(x))
+                for f, x, need, lo, hi in zip(first, inputs, needs, ends[:-1], ends[1:])]
 
 
 def _record(name, forward, vjp, jvp, operands):
     """forward(*values) recorded as one extern entry of the operands, with
     rules vjp(g, out, *inputs, needs) and jvp(tangents, out, *inputs)
-    that serve both the C sweeps and nested derivatives."""
+    that serve both the C sweeps and nested derivatives.  forward is
+    written with NumPy's functions, so that on Arrays it records."""
     ops = [_asarray(x) for x in operands]
     value = forward(*[x._d for x in ops])
     if recording_tape() is NO_GRAD:
@@ -46,8 +89,8 @@ def _record(name, forward, vjp, jvp, operands):
     def nested_vjp(g, out, *inputs, needs):
         return vjp(_lifted(g), out, *inputs, needs=needs)
 
-    rule = ExternRule(forward, vjp, name, takes_needs=True, jvp=jvp,
-                      nested=(nested_vjp, jvp))
+    rule = _Rule(forward, vjp, name, takes_needs=True, jvp=jvp,
+                 nested=(nested_vjp, jvp))
     return record_extern(rule, ops, value)
 
 
