@@ -614,9 +614,47 @@ def matrix_power(a, n):
     return result
 
 
+def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
+    """NumPy 2's vector_norm: over every element for axis=None."""
+    x = _asarray(x)
+    if axis is None:
+        out = _vector_norm(x.reshape(-1), ord, 0, False)
+        return out.reshape((1,) * x.ndim) if keepdims else out
+    axes = normalize_axis_tuple(axis, x.ndim)
+    if len(axes) == 1:
+        return _vector_norm(x, ord, axes[0], keepdims)
+    # several axes: moved to the end and flattened into one
+    rest = [k for k in range(x.ndim) if k not in axes]
+    flat = x.transpose(tuple(rest + list(axes))).reshape(
+        tuple(x.shape[k] for k in rest) + (-1,))
+    out = _vector_norm(flat, ord, -1, False)
+    if keepdims:
+        out = out.reshape(tuple(1 if k in axes else n for k, n in enumerate(x.shape)))
+    return out
+
+
+def matrix_norm(x, /, *, keepdims=False, ord="fro"):
+    """NumPy 2's matrix_norm: over the last two dimensions."""
+    return norm(x, ord, (-2, -1), keepdims)
+
+
+def multi_dot(arrays, *, out=None):
+    """The chained matrix product (a first 1-D array a row, a last one a
+    column, as NumPy's)."""
+    if out is not None:
+        raise TypeError("numpy.linalg.multi_dot: out= is not supported for Arrays")
+    if len(arrays) < 2:
+        raise ValueError("numpy.linalg.multi_dot: expecting at least two arrays")
+    result = arrays[0]
+    for a in arrays[1:]:
+        result = result @ _asarray(a) if isinstance(result, Array) else _asarray(result) @ a
+    return result
+
+
 NUMPY_FUNCTIONS = {
     la.inv: inv, la.solve: solve, la.det: det, la.slogdet: slogdet,
     la.pinv: pinv, la.cholesky: cholesky, la.eigh: eigh, la.eigvalsh: eigvalsh,
     la.eig: eig, la.eigvals: eigvals, la.svd: svd, la.qr: qr, la.norm: norm,
-    la.matrix_power: matrix_power,
+    la.matrix_power: matrix_power, la.svdvals: svdvals, la.vector_norm: vector_norm,
+    la.matrix_norm: matrix_norm, la.multi_dot: multi_dot,
 }

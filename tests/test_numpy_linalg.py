@@ -91,6 +91,13 @@ CASES = {
     "norm p": (lambda xp, a: xp.linalg.norm(a, ord=3, axis=1), [(2, 3)], True),
     "norm fro": (lambda xp, a: xp.linalg.norm(a, "fro", (0, 2), keepdims=True), [(2, 2, 2)], True),
     "norm nuc": (lambda xp, a: xp.linalg.norm(a, "nuc"), [(3, 2)], True),
+    "multi_dot": (lambda xp, a, b, c: xp.linalg.multi_dot([a, b, c]), [(3,), (3, 2), (2, 2)], True),
+    "svdvals": (lambda xp, a: xp.linalg.svdvals(a), [(2, 2, 3)], False),
+    "vector_norm": (lambda xp, a: xp.linalg.vector_norm(a, axis=(0, 2), ord=3, keepdims=True),
+                    [(2, 2, 3)], False),
+    "vector_norm all": (lambda xp, a: xp.linalg.vector_norm(a, ord=np.inf), [(2, 3)], False),
+    "matrix_norm": (lambda xp, a: xp.linalg.matrix_norm(a, ord=1), [(2, 2, 3)], False),
+    "solve batched vector": (lambda xp, a, b: xp.linalg.solve(_sym(xp, a), b), [(2, 2, 2), (2,)], False),
 }
 # the norms HIPS autograd does not differentiate: against central differences
 NORMS = [(None, None, (4,)), (2, 0, (4,)), (1, None, (4,)), (np.inf, None, (4,)),
@@ -325,3 +332,14 @@ def test_scalar_results_differentiate_twice(fn):
                          for e in np.eye(9).reshape(9, 3, 3)]).reshape(3, 3, 3, 3)
     np.testing.assert_allclose(ad.hessian(fn)(x).reshape(9, 9), expected.reshape(9, 9),
                                rtol=1e-5, atol=1e-6)
+
+
+def test_the_products_are_pyautodiff_functions_too():
+    a, b = rng.normal(size=(2, 3)), rng.normal(size=(3, 2))
+    with ad.Tape():
+        x = ad.Array(a)
+        for name in ("einsum", "tensordot", "dot", "vdot", "inner", "outer", "kron", "cross"):
+            assert name in ad.__all__
+        np.testing.assert_allclose(ad.einsum("ij,jk", x, b).data, a @ b)
+        np.testing.assert_allclose(ad.kron(x, b).data, np.kron(a, b))
+        np.testing.assert_allclose(x.dot(b).data, a @ b)
