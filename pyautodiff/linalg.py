@@ -293,9 +293,9 @@ def eigh(a, UPLO="L"):
         w, v = parts(x)
         return v @ (_gaps(w) * (T(v) @ full(t) @ v))
 
-    return _EIGH(_unary("numpy.linalg.eigh", lambda x: la.eigh(x, UPLO)[0],
+    return _EIGH(_unary("numpy.linalg.eigh", lambda x: parts(x)[0],
                         w_vjp, w_jvp, a),
-                 _unary("numpy.linalg.eigh", lambda x: la.eigh(x, UPLO)[1],
+                 _unary("numpy.linalg.eigh", lambda x: parts(x)[1],
                         v_vjp, v_jvp, a))
 
 
@@ -347,8 +347,8 @@ def eig(a):
         m = u @ (_gaps(w) * la.solve(u, t @ u))
         return m - u * np.sum(u * m, axis=-2)[..., None, :]
 
-    return _EIG(_unary("numpy.linalg.eig", lambda x: _real_eig(x)[0], w_vjp, w_jvp, a),
-                _unary("numpy.linalg.eig", lambda x: _real_eig(x)[1], v_vjp, v_jvp, a))
+    return _EIG(_unary("numpy.linalg.eig", lambda x: parts(x)[0], w_vjp, w_jvp, a),
+                _unary("numpy.linalg.eig", lambda x: parts(x)[1], v_vjp, v_jvp, a))
 
 
 def eigvals(a):
@@ -370,7 +370,10 @@ def svd(a, full_matrices=True, compute_uv=True, hermitian=False):
     m, n = a.shape[-2:]
 
     def parts(x):
-        return _decomposed(la.svd, svd, x, full_matrices=False)
+        """The factors of the output's derivatives: those the forward
+        computes (signs and all), reduced for the singular values'."""
+        return _decomposed(la.svd, svd, x, full_matrices=full_matrices and m == n,
+                           hermitian=hermitian)
 
     def s_vjp(g, out, x):
         u, _, vt = parts(x)
@@ -432,7 +435,9 @@ def svd(a, full_matrices=True, compute_uv=True, hermitian=False):
         return T(dv)
 
     def factor(k):
-        return lambda x: la.svd(x, full_matrices=full_matrices, hermitian=hermitian)[k]
+        if full_matrices and m != n:
+            return lambda x: la.svd(x, hermitian=hermitian)[k]
+        return lambda x: parts(x)[k]
 
     return _SVD(_unary("numpy.linalg.svd", factor(0), u_vjp, u_jvp, a), s_entry,
                 _unary("numpy.linalg.svd", factor(2), vt_vjp, vt_jvp, a))
@@ -514,12 +519,12 @@ def qr(a, mode="reduced"):
         dr2 = T(q) @ (t[..., m:] - dq @ r2)
         return dq, np.concatenate([dr1, dr2], axis=-1)
 
-    r_entry = _unary("numpy.linalg.qr", lambda x: la.qr(x)[1],
+    r_entry = _unary("numpy.linalg.qr", lambda x: parts(x)[1],
                      lambda g, out, x: cotangent(x, None, g),
                      lambda t, out, x: tangents(x, t)[1], a)
     if mode == "r":
         return r_entry
-    return _QR(_unary("numpy.linalg.qr", lambda x: la.qr(x)[0],
+    return _QR(_unary("numpy.linalg.qr", lambda x: parts(x)[0],
                       lambda g, out, x: cotangent(x, g, None),
                       lambda t, out, x: tangents(x, t)[0], a), r_entry)
 
