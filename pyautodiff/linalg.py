@@ -24,10 +24,6 @@ def T(x):
     return x.swapaxes(-1, -2)
 
 
-def _eye(n):
-    return np.eye(n)
-
-
 def _lifted(g):
     """A nested rule's cotangent as an Array (a Value, a scalar's, as a 0-d
     one) or an ndarray (a plain seed such as 1.0), so that NumPy's
@@ -196,14 +192,14 @@ def pinv(a, rcond=None, hermitian=False, **kwargs):
 
     def vjp(g, p, x):
         m, n = x.shape[-2:]
-        left = _eye(m) - x @ p          # I - A A+
-        right = _eye(n) - p @ x         # I - A+ A
+        left = np.eye(m) - x @ p          # I - A A+
+        right = np.eye(n) - p @ x         # I - A+ A
         return -(T(p) @ g @ T(p)) + left @ T(g) @ p @ T(p) + T(p) @ p @ T(g) @ right
 
     def jvp(t, p, x):
         m, n = x.shape[-2:]
-        left = _eye(m) - x @ p
-        right = _eye(n) - p @ x
+        left = np.eye(m) - x @ p
+        right = np.eye(n) - p @ x
         return -(p @ t @ p) + p @ T(p) @ T(t) @ left + right @ T(t) @ T(p) @ p
 
     return _unary("numpy.linalg.pinv", forward, vjp, jvp, a)
@@ -214,7 +210,7 @@ def pinv(a, rcond=None, hermitian=False, **kwargs):
 def _half_lower(x):
     """The lower triangle with its diagonal halved (Murray's Phi)."""
     n = x.shape[-1]
-    return x * (np.tril(np.ones((n, n))) - 0.5 * _eye(n))
+    return x * (np.tril(np.ones((n, n))) - 0.5 * np.eye(n))
 
 
 def cholesky(a, upper=False):
@@ -248,8 +244,8 @@ def _gaps(w, squared=False):
     n = w.shape[-1]
     if squared:
         w = w * w
-    off = 1.0 - _eye(n)
-    return off / (w[..., None, :] - w[..., :, None] + _eye(n))
+    off = 1.0 - np.eye(n)
+    return off / (w[..., None, :] - w[..., :, None] + np.eye(n))
 
 
 _EIGH = type(la.eigh(np.eye(1)))
@@ -267,12 +263,12 @@ def eigh(a, UPLO="L"):
 
     def read(m):
         """The adjoint of the symmetric matrix made from the triangle read."""
-        return m * _eye(n) + (m + T(m)) * strict
+        return m * np.eye(n) + (m + T(m)) * strict
 
     def full(t):
         """The symmetric matrix that the triangle read of t stands for."""
         part = t * strict
-        return t * _eye(n) + part + T(part)
+        return t * np.eye(n) + part + T(part)
 
     def parts(x):
         return _decomposed(la.eigh, eigh, x, UPLO=UPLO)
@@ -331,7 +327,7 @@ def eig(a):
 
     def w_jvp(t, out, x):
         u = parts(x)[1]
-        return np.sum(T(la.solve(u, t @ u)) * _eye(n), axis=-1)
+        return np.sum(T(la.solve(u, t @ u)) * np.eye(n), axis=-1)
 
     def v_vjp(g, out, x):
         w, u = parts(x)
@@ -339,7 +335,7 @@ def eig(a):
         ut = T(u)
         c = ut @ g
         # the unit norm of each eigenvector: its component along itself
-        r = f * c - f * ((ut @ u) @ (c * _eye(n)))
+        r = f * c - f * ((ut @ u) @ (c * np.eye(n)))
         return la.solve(ut, r @ ut)
 
     def v_jvp(t, out, x):
@@ -606,7 +602,7 @@ def matrix_power(a, n):
         raise TypeError("numpy.linalg.matrix_power: exponent must be an integer")
     _square("numpy.linalg.matrix_power", a)
     if n == 0:
-        return _constant_result(np.broadcast_to(_eye(a.shape[-1]), a.shape).copy())
+        return _constant_result(np.broadcast_to(np.eye(a.shape[-1]), a.shape).copy())
     if n < 0:
         a, n = inv(a), -n
     result = None

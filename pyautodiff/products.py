@@ -7,7 +7,7 @@ import string
 
 import numpy as np
 
-from .array import Array, _asarray, normalize_axis_tuple
+from .array import Array, _asarray, _plain, normalize_axis_tuple
 from .matmul import matmul
 from .value import Value
 
@@ -145,6 +145,8 @@ def einsum(*args, optimize=False, **kwargs):
                 raise ValueError(f"numpy.einsum: operands could not be broadcast "
                                  f"(subscript {c!r}: {sizes[c]} and {n})")
             sizes[c] = max(sizes.get(c, 1), n)
+    if len(set(out)) != len(out):
+        raise ValueError(f"numpy.einsum: output subscript repeated: {out!r}")
     if any(c not in sizes for c in out):
         raise ValueError(f"numpy.einsum: output subscript not in the inputs: {out!r}")
     terms = []
@@ -292,7 +294,29 @@ def _moveaxis(a, source, destination):
     return a.transpose(tuple(order))
 
 
+# numpy.linalg's versions (NumPy 2, the array API's): narrower arguments
+def _linalg_outer(a, b):
+    if np.ndim(_plain(a)) != 1 or np.ndim(_plain(b)) != 1:
+        raise ValueError("numpy.linalg.outer: input arrays must be one-dimensional")
+    return outer(a, b)
+
+
+def _linalg_cross(a, b, axis=-1):
+    if np.shape(_plain(a))[axis] != 3 or np.shape(_plain(b))[axis] != 3:
+        raise ValueError("numpy.linalg.cross: both input arrays must be (arrays of) "
+                         "3-dimensional vectors")
+    return cross(a, b, axis=axis)
+
+
+def vecdot(x1, x2, axis=-1):
+    """The vector products along axis (broadcast): a sum of products."""
+    return (_asarray(x1) * x2).sum(axis=axis)
+
+
 NUMPY_FUNCTIONS = {
     np.einsum: einsum, np.tensordot: tensordot, np.dot: dot, np.vdot: vdot,
     np.inner: inner, np.outer: outer, np.kron: kron, np.cross: cross,
+    np.linalg.outer: _linalg_outer, np.linalg.cross: _linalg_cross,
+    np.linalg.tensordot: tensordot, np.linalg.matmul: matmul,
+    np.linalg.vecdot: vecdot,
 }
