@@ -15,6 +15,7 @@ from .array import (Array, clip, concatenate, expand_dims, maximum, minimum,
 # (these three give Array its reductions, @ and NumPy's protocols)
 from .reductions import log_softmax, logsumexp, softmax
 from .matmul import matmul
+from .products import cross, dot, einsum, inner, kron, outer, tensordot, vdot
 from . import numpy_interop
 from .extern import custom_op
 from . import functions
@@ -46,4 +47,5 @@ __all__ = [
     "sum", "mean", "max", "min", "matmul", "reshape", "transpose",
     "expand_dims", "squeeze", "concatenate", "stack", "maximum", "minimum",
     "clip", "where", "logsumexp", "softmax", "log_softmax",
+    "einsum", "tensordot", "dot", "vdot", "inner", "outer", "kron", "cross",
 ]

@@ -7,7 +7,7 @@ import sys
 
 import numpy as np
 
-from . import array as _array, numpy_elementwise, numpy_shapes
+from . import array as _array, linalg, numpy_elementwise, numpy_shapes, products
 from .array import Array
 from .guards import decide as _decide, takes_guards
 from .matmul import matmul
@@ -273,14 +273,6 @@ def _reduction(name):
     return reduce
 
 
-def _dot(a, b):
-    if np.ndim(_array._plain(a)) == 0 or np.ndim(_array._plain(b)) == 0:
-        return _binary("__mul__", *_operands([a, b]))    # NumPy multiplies
-    if np.ndim(_array._plain(a)) > 2 or np.ndim(_array._plain(b)) > 2:
-        raise _no_rule("numpy.dot of arrays with more than 2 dimensions (use matmul)")
-    return matmul(a, b)
-
-
 def _method(name):
     """NumPy's np.NAME(a, ...) as the Array method a.NAME(...)."""
     return lambda a, *args, **kwargs: getattr(_array._asarray(a), name)(*args, **kwargs)
@@ -290,7 +282,7 @@ _FUNCTIONS = {
     np.sum: _reduction("sum"), np.mean: _reduction("mean"),
     np.max: _reduction("max"), np.min: _reduction("min"),
     np.amax: _reduction("max"), np.amin: _reduction("min"),
-    np.dot: _dot, np.matmul: matmul,
+    np.matmul: matmul,
     np.reshape: lambda a, shape, **kw: _array.reshape(a, shape),
     np.transpose: lambda a, axes=None: _array.transpose(a, axes),
     np.expand_dims: _array.expand_dims, np.squeeze: _array.squeeze,
@@ -308,6 +300,8 @@ _FUNCTIONS = {
 }
 _FUNCTIONS.update(numpy_shapes.NUMPY_FUNCTIONS)
 _FUNCTIONS.update(numpy_elementwise.NUMPY_FUNCTIONS)
+_FUNCTIONS.update(products.NUMPY_FUNCTIONS)
+_FUNCTIONS.update(linalg.NUMPY_FUNCTIONS)
 
 
 def _decision(a, name, axis, kwargs):
