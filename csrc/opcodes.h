@@ -61,6 +61,7 @@ enum ad_op {
     AD_ARCTAN2,  /* 51 arctan2  x y  v = atan2(x, y)                         */
     AD_HYPOT,    /* 52 hypot    x y  v = hypot(x, y)                         */
     AD_LOGADDEXP, /* 53 logaddexp x y  v = ad_logaddexp(x, y)                 */
+    AD_TIMES,    /* 54 times    x y  v = x == 0.0 ? 0.0 : x * y              */
     AD_NUM_OPS
 };
 

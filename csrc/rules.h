@@ -196,6 +196,12 @@
     EW(AD_LOGADDEXP, "logaddexp", 2, ELEMENTWISE, FLOAT,  ad_logaddexp(x, y), \
        exp(x - v), exp(y - v),                exp(x - v) * (1.0 - exp(x - v)), \
        -exp(x - v) * exp(y - v),              exp(y - v) * (1.0 - exp(y - v))) \
+    /* x * y, but 0 where x is 0 whatever y: what a recorded derivative      \
+     * (derivatives.py) multiplies an adjoint or tangent x by a partial y     \
+     * with, as the C sweeps skip a zero adjoint -- so that the derivative    \
+     * of a branch not taken stays 0 where its partial is infinite */        \
+    EW(AD_TIMES,   "times",   2, ELEMENTWISE, FLOAT,  x == 0.0 ? 0.0 : x * y, \
+       y, x,                                  0.0, 1.0, 0.0)                 \
     /* a new op goes here, after the others: saved recordings hold their     \
      * codes */
 

@@ -26,11 +26,12 @@ import numpy as np
 
 from . import _core, buffers
 from ._generated import derivative_rules, link
-from .array import Array, _append, _binary_op, _constant, _mapped, _new, _operand
+from .array import (Array, _append, _binary_op, _constant, _detached as _detached_array,
+                    _mapped, _new, _operand)
 from .broadcasting import unbroadcast
 from .ops import ELEMENTWISE, OTHER_PARTIALS
-from .tape import recording_tape
-from .value import Traced, Value
+from .tape import NO_GRAD, recording_tape
+from .value import Traced, Value, _detached as _detached_value
 
 OPS = _core.OPS
 NAMES = {code: name for name, code in OPS.items()}
@@ -109,7 +110,11 @@ PARTIALS = {OPS[name]: tuple(link(fn, globals()) for fn in fns)
 
 
 def times(g, d):
-    """g * d, skipping the multiplications by 1 and -1 that rules name."""
+    """g (an adjoint or tangent) times d (a partial derivative), 0 where g
+    is 0 even if d is infinite there, as the C sweeps skip a zero adjoint:
+    the derivative of a branch not taken (where(x > 0, log(x), 0) at 0)
+    stays 0.  The multiplications by 1 and -1 that rules name are
+    skipped."""
     if not _is_node(d):
         if d == 1:
             return g
@@ -117,7 +122,30 @@ def times(g, d):
             return -g
         if d == 0 and not _is_node(g):
             return 0.0
-    return g * d
+        return g * d if math.isfinite(d) or not _is_node(g) else _times(g, d)
+    if not _is_node(g):
+        return 0.0 if g == 0 else d * g
+    return _times(g, d)
+
+
+def _times(g, d):
+    """The TIMES entry of g and d (nodes or numbers)."""
+    t = recording_tape()
+    if t is NO_GRAD:
+        gv, dv = (np.asarray(z._d if _is_node(z) else z, dtype=np.float64) for z in (g, d))
+        with np.errstate(all="ignore"):
+            value = np.where(gv == 0.0, 0.0, gv * dv)
+        if isinstance(g, Array) or isinstance(d, Array):
+            return _detached_array(value)
+        return _detached_value(Traced, float(value))
+    if isinstance(g, Array) or isinstance(d, Array):
+        return _binary_op("TIMES", g, d)
+    gv = g._d if isinstance(g, Value) else float(g)
+    dv = d._d if isinstance(d, Value) else float(d)
+    gs = t.adopt(g) if isinstance(g, Value) else _scalar_constant(t, gv)
+    ds = t.adopt(d) if isinstance(d, Value) else _scalar_constant(t, dv)
+    return t.record(Traced, OPS["TIMES"], gs._i, ds._i, 0.0,
+                    0.0 if gv == 0.0 else gv * dv)
 
 
 def add(a, b):
@@ -238,6 +266,21 @@ def stretch(t, lo, hi):
 # reverse(e, g) -> one cotangent per operand (None where there is none);
 # tangent(e, ts) -> the entry's tangent from its operands' (None: still).
 
+def _partial(fn, x, y, v, c):
+    """fn(x, y, v, c), a partial derivative.  Python's float arithmetic
+    raises where IEEE's gives inf or NaN (0.0 ** -0.5 at the kink of
+    relu(t) ** 1.5): there the partial is taken on 0-d Arrays, whose
+    arithmetic is IEEE's as the C sweeps' is, and a zero adjoint drops the
+    infinity (TIMES)."""
+    try:
+        return fn(x, y, v, c)
+    except (ArithmeticError, ValueError):
+        if not any(isinstance(z, Value) for z in (x, y, v)):
+            raise
+        zero = _constant(np.zeros(()))
+        return fn(*[z + zero if isinstance(z, Value) else z for z in (x, y, v)], c)
+
+
 def _elementwise_reverse(e, g):
     x = e.operands[0]
     y = e.operands[1] if len(e.operands) > 1 else None
@@ -247,7 +290,7 @@ def _elementwise_reverse(e, g):
         if e.position[k] < 0 or not e.needs[k]:
             out.append(None)
             continue
-        d = parts[k](x, y, e.node, e.c)
+        d = _partial(parts[k], x, y, e.node, e.c)
         out.append(sum_to(times(g, d), _shape(operand)))
     return out
 
@@ -259,7 +302,7 @@ def _elementwise_tangent(e, ts):
     out = None
     for k, tk in enumerate(ts):
         if tk is not None:
-            out = add(out, times(tk, parts[k](x, y, e.node, e.c)))
+            out = add(out, times(tk, _partial(parts[k], x, y, e.node, e.c)))
     return None if out is None else broadcast_to(out, e.shape())
 
 
@@ -402,6 +445,18 @@ def _depending(entries, lo, seeds):
     return dep
 
 
+def _quietly(sweep):
+    """sweep with NumPy's floating-point warnings off: a rule may compute
+    an infinite partial that a zero adjoint then drops (TIMES), where the
+    C sweeps would not have computed it at all."""
+    def quiet(*args):
+        with np.errstate(all="ignore"):
+            return sweep(*args)
+    quiet.__name__, quiet.__doc__ = sweep.__name__, sweep.__doc__
+    return quiet
+
+
+@_quietly
 def reverse(outs, cotangents, wrt):
     """The cotangents (nodes or numbers, one per output node) times the
     Jacobian of outs with respect to the nodes wrt, recorded on the tape
@@ -441,6 +496,7 @@ def reverse(outs, cotangents, wrt):
     return [results.get(p) for p in wpos]
 
 
+@_quietly
 def tangent(wrt, seeds, outs):
     """The tangents of the output nodes outs when the nodes wrt move along
     seeds (nodes or numbers), recorded on the tape being recorded; None

@@ -210,6 +210,8 @@ OTHER_OPS = {
     "LOGADDEXP": "a function of two operands (ad.logaddexp)",
     # an op whose rules are Python functions (ad.custom_op, matmul)
     "EXTERN": "a Python rule: extern.py",
+    # a recorded derivative's adjoint times a partial (derivatives.times)
+    "TIMES": "x * y, 0 where x is 0: derivatives.py's products",
 }
 
 
@@ -225,6 +227,8 @@ OTHER_PARTIALS = {
     "ARCTAN2": ("y / (x * x + y * y)", "-x / (x * x + y * y)"),
     "HYPOT": ("x / v", "y / v"),
     "LOGADDEXP": ("exp(x - v)", "exp(y - v)"),
+    # (the products these partials are multiplied with are TIMES too)
+    "TIMES": ("y", "x"),
 }
 
 

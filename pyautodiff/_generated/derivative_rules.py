@@ -217,6 +217,14 @@ def LOGADDEXP_dy(x, y, v, c):
     return exp(y - v)
 
 
+def TIMES_dx(x, y, v, c):
+    return y
+
+
+def TIMES_dy(x, y, v, c):
+    return x
+
+
 # op: its partials, d/dx (and d/dy)
 PARTIALS = {
     'ADD': (ADD_dx, ADD_dy, ),
@@ -260,4 +268,5 @@ PARTIALS = {
     'ARCTAN2': (ARCTAN2_dx, ARCTAN2_dy, ),
     'HYPOT': (HYPOT_dx, HYPOT_dy, ),
     'LOGADDEXP': (LOGADDEXP_dx, LOGADDEXP_dy, ),
+    'TIMES': (TIMES_dx, TIMES_dy, ),
 }

@@ -145,6 +145,11 @@ def logaddexp(x, y):
     return big + math.log1p(math.exp(small - big))
 
 
+def _finite(y):
+    """Whether y is finite (y - y is 0, not NaN), on any number type."""
+    return (y - y) == 0
+
+
 def _step(cond):
     """1.0 where cond holds, else 0.0."""
     return 1.0 * cond
@@ -336,6 +341,10 @@ _ROWS = [
          (lambda x, y, v: exp(y - x) / (1.0 + exp(y - x)) ** 2,
           lambda x, y, v: -exp(y - x) / (1.0 + exp(y - x)) ** 2,
           lambda x, y, v: exp(x - y) / (1.0 + exp(x - y)) ** 2),    "logaddexp"),
+    # x * y where x is not 0, else 0 (an adjoint times a partial)
+    Rule("times", 2, lambda x, y: where((x != 0) | _finite(y), x * y, 0.0 * x),
+         (lambda x, y, v: y, lambda x, y, v: x),
+         (_0, _c(1.0), _0)),
 ]
 
 
