@@ -191,8 +191,6 @@ def reduce_like(op, z, out_shape, c):
     """The reduction op of z (SUM, MAX, MIN, LSE) to out_shape: 1 for each
     dimension reduced, or () for all of them, as the C core records it."""
     t = recording_tape()
-    if isinstance(z, Value):
-        return z / c if op == "SUM" and c != 1.0 else z
     return _new(t, OPS[op], _operand(z, t)[0], -1, c, tuple(out_shape))
 
 

@@ -76,9 +76,6 @@ class NestedTrace(Trace):
     def output_value(self):
         return self.out
 
-    def _zeros_like(self, node):
-        return 0.0 if isinstance(node, Value) else np.zeros(node._d.shape)
-
     def _in_structure(self, results):
         """Per variable result (a node, or None for zero) in the
         differentiated arguments' structure."""
