@@ -207,26 +207,44 @@ def _csr(p, q, shape, data=None):
 def color_columns(p, q, nrows, ncols):
     """(colours, count): columns sharing a row differ (the fewer of the
     natural and the largest-first order's)."""
-    best = None
-    for order in _ORDERS:
-        color, n = np.empty(ncols, np.int64), ffi.new("int64_t *")
-        _check(lib.ad_color_columns(nrows, ncols, ffi.from_buffer("int64_t[]", p),
-                                    _buffer(q), order, _buffer(color), n),
-               "column colouring")
-        if best is None or n[0] < best[1]:
-            best = color, n[0]
-    return best
+    # no colouring has fewer colours than a row has nonzeros
+    return _fewest(lambda order, color, n: lib.ad_color_columns(
+        nrows, ncols, ffi.from_buffer("int64_t[]", p), _buffer(q), order,
+        _buffer(color), n), ncols, lambda: int(np.diff(p).max(initial=0)),
+        "column colouring")
 
 
 def color_star(p, q, n):
     """(colours, count): a star colouring of the symmetric pattern."""
+    return _fewest(lambda order, color, k: lib.ad_color_star(
+        n, ffi.from_buffer("int64_t[]", p), _buffer(q), order, _buffer(color), k),
+        n, lambda: _star_bound(p, q, n), "star colouring")
+
+
+def _star_bound(p, q, n):
+    """Fewest colours a star colouring can have: 1 without edges, 2 with,
+    3 where an edge b-c has another neighbour a of b and d of c (a path
+    a-b-c-d, which must not have two colours, or a triangle)."""
+    rows = np.repeat(np.arange(n, dtype=np.int64), np.diff(p))
+    off = rows != q
+    if not off.any():
+        return 1
+    degree = np.bincount(rows[off], minlength=n)
+    return 3 if ((degree[rows[off]] >= 2) & (degree[q[off]] >= 2)).any() else 2
+
+
+def _fewest(colour, n, bound, what):
+    """The fewer colours of the orders', the next order tried only while
+    the best so far is above bound() (a lower bound: nothing beats it;
+    asked after the first colouring, which checks the pattern)."""
     best = None
     for order in _ORDERS:
         color, k = np.empty(n, np.int64), ffi.new("int64_t *")
-        _check(lib.ad_color_star(n, ffi.from_buffer("int64_t[]", p), _buffer(q),
-                                 order, _buffer(color), k), "star colouring")
+        _check(colour(order, color, k), what)
         if best is None or k[0] < best[1]:
             best = color, k[0]
+        if best[1] <= bound():
+            break
     return best
 
 

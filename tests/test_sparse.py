@@ -331,3 +331,25 @@ def test_import_without_scipy():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout
     assert "pip install pyautodiff[scipy]" in out
+
+
+def _symmetric(n, edges, diagonal=()):
+    A = np.zeros((n, n), bool)
+    for a, b in edges:
+        A[a, b] = A[b, a] = True
+    for a in diagonal:
+        A[a, a] = True
+    P = scipy_sparse.csr_array(A)
+    return P.indptr.astype(np.int64), P.indices.astype(np.int64)
+
+
+@pytest.mark.parametrize("edges, bound", [
+    ([], 1), ([(0, 1)], 2), ([(0, 1), (0, 2), (0, 3)], 2),   # a star: 2 colours
+    ([(0, 1), (1, 2), (2, 3)], 3), ([(0, 1), (1, 2), (0, 2)], 3)])
+def test_star_colouring_lower_bound(edges, bound):
+    p, q = _symmetric(4, edges, diagonal=(0, 3))
+    assert sparse._star_bound(p, q, 4) == bound
+    color, k = sparse.color_star(p, q, 4)
+    assert k == bound          # greedy reaches it on these small graphs
+    check_star_colouring(scipy_sparse.csr_array((np.ones(len(q)), q, p), shape=(4, 4)),
+                         color)
