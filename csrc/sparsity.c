@@ -69,15 +69,56 @@ static int64_t sort_unique(int64_t *v, int64_t n)
     return m;
 }
 
+/* Memory handed out in pieces from big blocks and freed all at once: an
+ * interaction set per input would otherwise be a malloc of its own, and a
+ * million small mallocs and frees cost more than the pattern's sweeps. */
+typedef struct sp_arena {
+    int64_t **blocks;
+    int64_t nblocks, cap;
+    int64_t *next;
+    int64_t left;
+} sp_arena;
+
+static int64_t *arena_take(sp_arena *a, int64_t n)
+{
+    if (n > a->left) {
+        if (a->nblocks == a->cap) {
+            const int64_t cap = a->cap ? 2 * a->cap : 16;
+            int64_t **b = realloc(a->blocks, (size_t)cap * sizeof *b);
+            if (!b)
+                return 0;
+            a->blocks = b;
+            a->cap = cap;
+        }
+        const int64_t size = n > (1 << 18) ? n : (1 << 18);
+        if (!(a->next = malloc((size_t)size * sizeof *a->next)))
+            return 0;
+        a->blocks[a->nblocks++] = a->next;
+        a->left = size;
+    }
+    int64_t *p = a->next;
+    a->next += n;
+    a->left -= n;
+    return p;
+}
+
+static void arena_free(sp_arena *a)
+{
+    for (int64_t k = 0; k < a->nblocks; ++k)
+        free(a->blocks[k]);
+    free(a->blocks);
+}
+
 /* A growing set with duplicates dropped when it fills: an input's
- * interaction set.  A clean-up that leaves it more than half full grows it,
- * so each element is sorted O(log) times.                               */
+ * interaction set.  A clean-up that leaves it more than half full grows it
+ * (into a new piece of the arena: the old one stays unused), so each
+ * element is sorted O(log) times and copied O(1) times on average.      */
 typedef struct sp_vec {
     int64_t *v;
     int64_t len, cap;
 } sp_vec;
 
-static int vec_add(sp_vec *s, const int64_t *src, int64_t m)
+static int vec_add(sp_arena *arena, sp_vec *s, const int64_t *src, int64_t m)
 {
     if (s->len + m > s->cap) {
         s->len = sort_unique(s->v, s->len);
@@ -85,9 +126,11 @@ static int vec_add(sp_vec *s, const int64_t *src, int64_t m)
             int64_t cap = 2 * (s->len + m);
             if (cap < 8)
                 cap = 8;
-            int64_t *p = realloc(s->v, (size_t)cap * sizeof *p);
+            int64_t *p = arena_take(arena, cap);
             if (!p)
                 return 0;
+            for (int64_t k = 0; k < s->len; ++k)
+                p[k] = s->v[k];
             s->v = p;
             s->cap = cap;
         }
@@ -120,8 +163,12 @@ typedef struct sp_ctx {
     uint8_t *need_cur, *need_op[2];
     sp_sets *x_cur, *x_op[2];
     sp_vec *N;              /* Hessian: per input                  */
+    sp_arena arena;         /* the memory of N's sets              */
     int64_t ncols;
     uint8_t *seen;          /* ncols flags, for sets of many elements */
+    int64_t *last;          /* per entry: its last reader (pass 2)    */
+    int taken;              /* the side whose sets entry cur took over, or -1:
+                               its element k's sets are cur's element k's */
     int status;
 } sp_ctx;
 
@@ -581,12 +628,48 @@ static int elementwise_merge(sp_ctx *s, int *status)
     return 1;
 }
 
+/* An entry whose every element has the sets of the same element of one
+ * operand read here for the last time (a unary function, a product with
+ * a constant, a reshape) takes that operand's sets over: no copy.  1 if
+ * it did.                                                               */
+static int take_over(sp_ctx *s)
+{
+    ad_tape *t = s->t;
+    const int64_t i = s->cur;
+    const int op = t->op[i], kind = ad_ops[op].kind;
+    int side = -1;
+    if (kind == AD_KIND_MOVE) {
+        side = 0;
+    } else if (kind == AD_KIND_ELEMENTWISE) {
+        const int ea = is_variable(t, t->a[i]) && partial_nonzero(op, P_DA);
+        const int eb = ad_ops[op].arity == 2 && is_variable(t, t->b[i])
+                       && partial_nonzero(op, P_DB);
+        side = ea && !eb ? 0 : eb && !ea ? 1 : -1;
+        if (side >= 0) {
+            ad_view o = ad_value_view(t, i), x = ad_value_view(t, operand(s, side));
+            if (!ad_same_shape(&o, &x))
+                side = -1;
+        }
+    }
+    if (side < 0 || !is_variable(t, operand(s, side)))
+        return 0;
+    const int64_t j = operand(s, side);
+    if (s->last[j] != i || !s->X[j].ptr || entry_size(t, j) != entry_size(t, i))
+        return 0;
+    s->X[i] = s->X[j];
+    s->X[j].ptr = s->X[j].idx = 0;
+    s->taken = side;
+    return 1;
+}
+
 /* Entry s->cur's index sets from its operands' (by its edges). */
 static int build_sets(sp_ctx *s)
 {
     const int64_t size = entry_size(s->t, s->cur);
     sp_sets *x = &s->X[s->cur];
     int status;
+    if (take_over(s))
+        return AD_OK;
     prepare_sets(s);
     if (elementwise_merge(s, &status))
         return status;
@@ -633,7 +716,8 @@ static int build_sets(sp_ctx *s)
 static void element_set(const sp_ctx *s, int side, int64_t k,
                         const int64_t **v, int64_t *m)
 {
-    const sp_sets *x = &s->X[side == 2 ? s->cur : operand(s, side)];
+    const int own = side == 2 || side == s->taken;
+    const sp_sets *x = &s->X[own ? s->cur : operand(s, side)];
     *v = x->ptr ? x->idx + x->ptr[k] : 0;
     *m = x->ptr ? x->ptr[k + 1] - x->ptr[k] : 0;
 }
@@ -647,17 +731,17 @@ static void interact(sp_ctx *s, int sp, int64_t kp, int sq, int64_t kq)
     if (!mp || !mq || s->status != AD_OK)
         return;
     for (int64_t k = 0; k < mp; ++k)
-        if (!vec_add(&s->N[P[k]], Q, mq))
+        if (!vec_add(&s->arena, &s->N[P[k]], Q, mq))
             s->status = AD_ENOMEM;
     if (P != Q)
         for (int64_t k = 0; k < mq; ++k)
-            if (!vec_add(&s->N[Q[k]], P, mp))
+            if (!vec_add(&s->arena, &s->N[Q[k]], P, mp))
                 s->status = AD_ENOMEM;
 }
 
 /* -- the passes together ------------------------------------------------- */
 
-static void ctx_free(sp_ctx *s, int64_t nin)
+static void ctx_free(sp_ctx *s)
 {
     for (int64_t j = 0; j < s->n; ++j) {
         if (s->X) {
@@ -672,9 +756,7 @@ static void ctx_free(sp_ctx *s, int64_t nin)
     free(s->xsp);
     free(s->count);
     free(s->seen);
-    if (s->N)
-        for (int64_t k = 0; k < nin; ++k)
-            free(s->N[k].v);
+    arena_free(&s->arena);
     free(s->N);
 }
 
@@ -780,12 +862,14 @@ static int run(sp_ctx *s, int64_t nout, const int64_t *out, int keep_outputs)
     }
     for (int64_t k = 0; k < nout && keep_outputs; ++k)
         last[out[k]] = s->n;            /* read at the end */
+    s->last = last;
     for (s->cur = 0; s->cur < s->n && status == AD_OK; ++s->cur) {
         const int64_t i = s->cur;
         if (!s->need[i] || !is_variable(t, i) || t->op[i] == AD_LEAF)
             continue;
         /* sets that nothing reads are not made (the Hessian's result, a
          * sum of everything, where the interactions are all it adds) */
+        s->taken = -1;
         if (last[i] >= 0 || (s->N && own_pairs(s)))
             status = build_sets(s);
         if (status == AD_OK && s->N) {
@@ -804,6 +888,7 @@ static int run(sp_ctx *s, int64_t nout, const int64_t *out, int keep_outputs)
         }
     }
     free(last);
+    s->last = 0;
     return status;
 }
 
@@ -853,7 +938,7 @@ int ad_jacobian_sparsity(ad_tape *t, int64_t nin, const int64_t *in,
     }
     free(p);
     free(q);
-    ctx_free(&s, 0);
+    ctx_free(&s);
     return status;
 }
 
@@ -898,7 +983,7 @@ int ad_hessian_sparsity(ad_tape *t, int64_t nin, const int64_t *in,
     }
     free(p);
     free(q);
-    ctx_free(&s, ncols);
+    ctx_free(&s);
     return status;
 }
 
