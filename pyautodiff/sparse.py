@@ -204,9 +204,20 @@ def _csr(p, q, shape, data=None):
 
 # -- colourings ----------------------------------------------------------------------
 
+def _pattern_arrays(p, q, nrows, what):
+    """p and q as the C code reads them: int64, contiguous, p of nrows + 1
+    offsets into q (the C side checks their order and range)."""
+    p = np.ascontiguousarray(p, dtype=np.int64)
+    q = np.ascontiguousarray(q, dtype=np.int64)
+    if p.ndim != 1 or q.ndim != 1 or len(p) != nrows + 1 or not 0 <= p[-1] <= len(q):
+        raise ValueError(f"malformed sparsity pattern for the {what}")
+    return p, q
+
+
 def color_columns(p, q, nrows, ncols):
     """(colours, count): columns sharing a row differ (the fewer of the
     natural and the largest-first order's)."""
+    p, q = _pattern_arrays(p, q, nrows, "column colouring")
     # no colouring has fewer colours than a row has nonzeros
     return _fewest(lambda order, color, n: lib.ad_color_columns(
         nrows, ncols, ffi.from_buffer("int64_t[]", p), _buffer(q), order,
@@ -216,6 +227,7 @@ def color_columns(p, q, nrows, ncols):
 
 def color_star(p, q, n):
     """(colours, count): a star colouring of the symmetric pattern."""
+    p, q = _pattern_arrays(p, q, n, "star colouring")
     return _fewest(lambda order, color, k: lib.ad_color_star(
         n, ffi.from_buffer("int64_t[]", p), _buffer(q), order, _buffer(color), k),
         n, lambda: _star_bound(p, q, n), "star colouring")

@@ -326,6 +326,10 @@ def test_colouring_rejects_malformed_patterns():
         sparse.color_star(np.array([0, 1, 2]), np.array([0, 5]), 2)
     with pytest.raises(ValueError, match="malformed"):
         sparse.color_columns(np.array([0, 2, 1]), np.array([0, 1]), 2, 2)
+    with pytest.raises(ValueError, match="malformed"):       # p too short
+        sparse.color_star(np.array([0, 1]), np.array([0]), 5)
+    with pytest.raises(ValueError, match="malformed"):       # p past q's end
+        sparse.color_columns(np.array([0, 9]), np.array([0]), 1, 1)
 
 
 def test_import_without_scipy():
