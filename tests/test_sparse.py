@@ -379,3 +379,21 @@ def test_library_externs_dense_default():
     # conservative: every cumsum output on every element of x[1:]
     assert ad.jacobian_sparsity(g)(x).toarray().all()
     _close(ad.sparse_jacobian(g)(x).toarray(), ad.jacobian(g)(x))
+
+
+@pytest.mark.parametrize("by_rows", [True, False])
+def test_rows_or_columns_whichever_fewer(by_rows):
+    # a dense row makes every two columns clash (n colours) but rows 2;
+    # a dense column the other way round
+    if by_rows:
+        f = lambda x: ad.concatenate([x ** 2, ad.reshape(ad.sum(ad.sin(x)), (1,))])  # noqa
+    else:
+        f = lambda x: x[0] * ad.exp(x)   # noqa: E731
+    x = np.linspace(0.1, 1.0, 8)
+    F = ad.record(f, x)
+    J = F.sparse_jacobian(x)
+    _close(J.toarray(), ad.jacobian(f)(x))
+    plan = sparse.recorded_plan(F, "jacobian", "test")
+    assert plan.by_rows == by_rows and plan.ncolors == 2
+    P = F.jacobian_sparsity()
+    check_column_colouring(P.T if by_rows else P, plan.color)
