@@ -47,3 +47,23 @@ def array(obj, *args, **kwargs):
 # np.r_[a, b] and np.c_[a, b] of traced pieces: one traced Array (NumPy's
 # own r_ and c_ are objects that no dispatch reaches)
 from ...numpy_shapes import r_, c_  # noqa: E402,F811
+
+
+def where(*args, **kwargs):
+    """numpy.where, which also takes condition, x and y by keyword as
+    autograd's does (NumPy's takes them by position only)."""
+    names = ("condition", "x", "y")
+    if len(args) > 3:
+        raise TypeError(f"where() takes at most 3 arguments ({len(args)} given)")
+    bound = dict(zip(names, args))
+    for name, value in kwargs.items():
+        if name not in names:
+            raise TypeError(f"where() got an unexpected keyword argument {name!r}")
+        if name in bound:
+            raise TypeError(f"where() got multiple values for argument {name!r}")
+        bound[name] = value
+    if "condition" not in bound:
+        raise TypeError("where() missing its argument 'condition'")
+    if ("x" in bound) != ("y" in bound):
+        raise ValueError("either both or neither of x and y should be given")
+    return _np.where(*(bound[name] for name in names if name in bound))
