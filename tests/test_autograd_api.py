@@ -644,3 +644,28 @@ def test_where_takes_keywords_as_autograds():
         pnp.where(cond, x, y, out=x)
     with pytest.raises(ValueError, match="both or neither"):
         pnp.where(cond, x)
+
+
+# -- lists of traced numbers as NumPy arguments --------------------------------
+
+def test_lists_of_traced_numbers_as_autograd_takes_them():
+    cases = [
+        (lambda x: pnp.mean([x, x + 2]), 0.0),
+        (lambda x: pnp.std((x, x * 3)), 0.5),
+        (lambda x: pnp.var([x, x + 2, x * x]), 0.7),
+        (lambda x: pnp.sum(pnp.sin([x, 2 * x])), 1.0),
+        (lambda x: pnp.linalg.norm([x, 2 * x, 1.0]), 3.0),
+        (lambda x: pnp.sum(pnp.concatenate([[x, x], [x * x]]) ** 2), 1.5),
+        (lambda x: pnp.prod(pnp.append([[1.0, x]], [[x * x, 2.0]], axis=0)), 1.3),
+        (lambda x: pnp.dot([x, 1.0], [2.0, x]), 0.4),
+    ]
+    for f, x in cases:
+        got = pag.grad(f)(x)
+        eps = 1e-6
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            central = (float(f(x + eps)) - float(f(x - eps))) / (2 * eps)
+        assert abs(got - central) < 1e-6 * max(1.0, abs(central)), (f, got, central)
+    # second order through the lists, and plain lists stay NumPy's
+    assert abs(pag.grad(pag.grad(lambda x: pnp.mean([x ** 3, x])))(2.0) - 6.0) < 1e-12
+    assert pnp.mean([1.0, 2.0]) == 1.5 and isinstance(pnp.mean([1.0, 2.0]), onp.float64)

@@ -4,7 +4,9 @@ pyautodiff's Arrays take part in NumPy's own dispatch (``__array_ufunc__``,
 ``__array_function__``), so this module is NumPy itself, plus what that
 dispatch cannot reach: ``np.array([x, y])`` of traced numbers builds a
 traced array (autograd programs write this often), and so do ``np.r_[a, b]``
-and ``np.c_[a, b]`` of traced pieces.  Called on plain
+and ``np.c_[a, b]`` of traced pieces; every function and ufunc takes lists
+of traced numbers where NumPy takes lists of numbers (``np.mean([x, y])``,
+see _lists.py).  Called on plain
 inputs, every function here returns exactly what NumPy returns, so the
 module's own helpers keep private names: a public one would shadow NumPy's
 (an imported ``stack`` returns an Array even for ndarrays, and so would
@@ -16,32 +18,27 @@ import numpy as _np
 from numpy import *          # noqa: F401,F403  NumPy's namespace
 from . import fft, linalg, random  # noqa: F401  (as packages: import ...numpy.random)
 
-from ...array import Array as _Array, stack as _stack
-from ...value import Value as _Value
+from ._lists import _holds_traced, lift_namespace as _lift_namespace, \
+    lifting as _lifting, stacked as _stacked
 
 # from here on, NumPy's names (any, sum, max ...) shadow the builtins
-
-
-def _traced(obj):
-    if isinstance(obj, (_Value, _Array)):
-        return True
-    if isinstance(obj, (list, tuple)):
-        return _builtins.any(_traced(e) for e in obj)   # not numpy's any
-    return False
-
-
-def _stacked(obj):
-    if isinstance(obj, (list, tuple)):
-        return _stack([_stacked(e) for e in obj])
-    return obj
 
 
 def array(obj, *args, **kwargs):
     """numpy.array, or for a (nested) list holding Values or Arrays, the
     traced array they stack into."""
-    if _traced(obj):
+    if _holds_traced(obj):
         return _stacked(obj)
     return _np.array(obj, *args, **kwargs)
+
+
+def asarray(obj, *args, **kwargs):
+    """numpy.asarray, or for a (nested) list holding Values or Arrays, the
+    traced array they stack into (a traced value itself is returned as it
+    is)."""
+    if isinstance(obj, (list, tuple)) and _holds_traced(obj):
+        return _stacked(obj)
+    return _np.asarray(obj, *args, **kwargs)
 
 
 # np.r_[a, b] and np.c_[a, b] of traced pieces: one traced Array (NumPy's
@@ -67,3 +64,8 @@ def where(*args, **kwargs):
     if ("x" in bound) != ("y" in bound):
         raise ValueError("either both or neither of x and y should be given")
     return _np.where(*(bound[name] for name in names if name in bound))
+
+
+# every NumPy function and ufunc here takes lists of traced numbers (_lists.py)
+_lift_namespace(globals(), [name for name in dir(_np) if not name.startswith("_")])
+where = _lifting(where)
