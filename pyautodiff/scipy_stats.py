@@ -264,9 +264,8 @@ dirichlet = _distribution(
 def _mvn_logpdf(x, mean=None, cov=1, allow_singular=False):
     mv = None if mean is None else np.asarray(_plain(mean), dtype=np.float64)
     cv = np.asarray(_plain(cov), dtype=np.float64)
-    dim = mv.size if mv is not None else (cv.shape[0] if cv.ndim else
-                                          (np.shape(_plain(x))[-1] if np.ndim(_plain(x))
-                                           else 1))
+    # the dimension as scipy.stats takes it: the mean's, else the covariance's
+    dim = mv.size if mv is not None else (cv.shape[0] if cv.ndim else 1)
     x, mean, cov = _traced(x, mean, cov)
     x = _array._asarray(x)
     if x.ndim == 0:
