@@ -32,6 +32,7 @@ from .array import Array
 from .broadcasting import unbroadcast
 from .derivatives import add, broadcast_to, sum_to, times
 from .extern import ExternRule, record_extern
+from .guards import decide
 from .numpy_elementwise import _mask, _select
 from .reductions import logsumexp as _lse
 from .tape import NO_GRAD, Tape, recording_tape
@@ -84,13 +85,14 @@ class _Row:
     (on plain values, or on Values and Arrays in a nested derivative);
     names are the arguments' names, for the errors."""
 
-    __slots__ = ("name", "names", "partials")
+    __slots__ = ("name", "names", "partials", "scipy_name")
 
-    def __init__(self, name, names, partials):
+    def __init__(self, name, names, partials, scipy_name=None):
         self.name, self.names, self.partials = name, names, partials
+        self.scipy_name = scipy_name or name
 
     def ufunc(self):
-        return getattr(_special(), self.name)
+        return getattr(_special(), self.scipy_name)
 
     def __call__(self, *args):
         if len(args) != len(self.names):
@@ -259,17 +261,22 @@ ndtr, log_ndtr, ndtri, stdtr = (ROWS[n] for n in ("ndtr", "log_ndtr", "ndtri", "
 j0, j1, jv, y0, y1, yn = (ROWS[n] for n in ("j0", "j1", "jv", "y0", "y1", "yn"))
 i0, i1, iv, ive = (ROWS[n] for n in ("i0", "i1", "iv", "ive"))
 digamma = psi
-jn = jv             # SciPy's jn is jv (integer orders are real ones)
+# SciPy's jn is jv (integer orders are real ones); under its own name here
+jn = _Row("jn", ["n", "x"], ROWS["jv"].partials, scipy_name="jv")
 
 
 # -- the composites ---------------------------------------------------------------
 
 def gammasgn(x):
-    """The sign of Gamma(x): piecewise constant, so a zero derivative."""
+    """The sign of Gamma(x): piecewise constant, so a zero derivative; a
+    decision on x's values (inside ad.record, a guard)."""
     values = _special().gammasgn(_plain(x))
-    if isinstance(x, Array) or (_is_traced(x) and np.ndim(values)):
+    if not _is_traced(x):
+        return values
+    decide(x, values, "scipy.special.gammasgn")
+    if isinstance(x, Array) or np.ndim(values):
         return _array._constant_result(values)
-    return values
+    return float(values)
 
 
 def expit(x):
@@ -291,17 +298,23 @@ def _as_traced(x):
 
 
 def _times_log(name, x, y, log, edge):
-    """x * log(y) (log1p for xlog1py), 0 where x is 0 and y is not NaN.
-    Where x is 0 and y at or beyond the edge of log's domain (log(y) is
-    -inf or NaN), the value is 0 and so is the derivative in x;
-    elsewhere at x = 0 the derivative in x is log(y) and in y 0."""
+    """x * log(y) (log1p for xlog1py, whose domain's edge is -1), as SciPy's:
+    0 where x is 0 and y is not NaN; -inf * x at the edge and NaN beyond
+    it where x is not 0.  The derivative in x is log(y), at x = 0 too,
+    except where log(y) is -inf or NaN: there it is 0 at x = 0, as is the
+    derivative in y.  Computed with masks, and log only inside its domain
+    (no warnings, no NaN from the branches not taken)."""
     if not (_is_traced(x) or _is_traced(y)):
         return getattr(_special(), name)(x, y)
     x, y = _as_traced(x), _as_traced(y)
-    # 1 where x is 0 and y <= edge (not NaN): there log(y) is replaced by 0
-    off = _mask("EQ", x, 0.0) * (_mask("LT", y, edge) + _mask("EQ", y, edge))
-    safe = _select(y, 1.0 - off) + off * (edge + 1.0)
-    return x * _select(log(safe), 1.0 - off)
+    at = _mask("EQ", y, edge)
+    below = _mask("LT", y, edge)
+    inside = 1.0 - at - below           # (1 where y is NaN: log gives NaN)
+    safe = _select(y, inside) + (1.0 - inside) * (edge + 1.0)
+    logs = _select(log(safe), inside) + _select(-math.inf, at) + _select(math.nan, below)
+    # where x is 0 and log(y) is -inf or NaN: 0
+    off = _mask("EQ", x, 0.0) * (1.0 - inside)
+    return x * _select(logs, 1.0 - off)
 
 
 def xlogy(x, y):
@@ -338,25 +351,33 @@ def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False):
         return _special().logsumexp(a, axis=axis, b=b, keepdims=keepdims,
                                     return_sign=return_sign)
     a = _array._asarray(a)
-    if b is None and not return_sign:
-        return _lse(a, axis=axis, keepdims=keepdims)
     if b is not None and not _is_traced(b):
         b = np.asarray(b, dtype=np.float64)
-    weights = 1.0 if b is None else b
-    shape = np.broadcast_shapes(a.shape, np.shape(_plain(weights)))
+        if (b >= 0).all():      # weights: a shift of a by log(b), in the C op
+            with np.errstate(divide="ignore"):
+                a, b = a + np.log(b), None
+    if b is None:
+        out = _lse(a, axis=axis, keepdims=keepdims)
+        if not return_sign:
+            return out
+        sign = np.where(np.isneginf(_plain(out)), 0.0, 1.0)
+        return out, (float(sign) if np.ndim(sign) == 0 else sign)
+    shape = np.broadcast_shapes(a.shape, np.shape(_plain(b)))
     a = broadcast_to(a, shape) if a.shape != shape else a
-    # shifted by the largest element (a constant: the shift cancels exactly)
-    m = np.max(a._d, axis=axis, keepdims=True, initial=-np.inf)
-    m = np.where(np.isfinite(m), m, 0.0)
-    s = (weights * np.exp(a - m)).sum(axis=axis, keepdims=True)
+    # shifted by the log-sum-exp of a (recorded: a replay at other inputs
+    # does not overflow), 0 where that is not finite
+    shift = _lse(a, axis=axis, keepdims=True)
+    shift = _select(shift, _mask("LT", abs(shift), math.inf))
+    s = (b * np.exp(a - shift)).sum(axis=axis, keepdims=True)
     sign = np.sign(_plain(s))
-    with np.errstate(divide="ignore"):
-        out = np.log(abs(s)) + m
+    out = np.log(abs(s)) + shift
     if not keepdims:
         out = _squeeze(out, axis, len(shape))
         sign = _squeeze(sign, axis, len(shape))
     if return_sign:
         return out, (float(sign) if np.ndim(sign) == 0 else sign)
+    if (sign < 0).any():        # the log of a negative sum: NaN, as SciPy's
+        out = out + np.where(sign < 0, np.nan, 0.0)
     return out
 
 

@@ -20,6 +20,7 @@ import numpy as np
 
 from . import array as _array
 from .array import Array
+from .guards import decide
 from .numpy_elementwise import _mask, _select
 from .scipy_special import (_is_traced, _moves, _plain, betainc, betaln, gammainc,
                             gammaincc, gammaln, log_ndtr, ndtr, stdtr, xlog1py, xlogy)
@@ -313,6 +314,9 @@ def _singular_logpdf(diff, cov, dim):
     null = u[:, ~kept]
     off = (np.abs(_plain(diff) @ null) > 1e-8 * max(1.0, np.max(np.abs(_plain(diff))))).any(
         axis=-1) if null.size else np.zeros(out.shape, dtype=bool)
+    # which points are off the support: a decision on the values (inside
+    # ad.record, a guard)
+    decide(diff, off, "scipy.stats.multivariate_normal.logpdf(allow_singular=True)")
     return _array.where(~off, out, -np.inf) if off.any() else out
 
 

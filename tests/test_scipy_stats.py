@@ -128,6 +128,23 @@ def test_outside_the_support():
     assert ad.grad(lambda x: np.sum(S.gamma.cdf(x, 2.0)))(x)[0] == 0.0
 
 
+def test_recorded_and_replayed():
+    # the support's masks and the special functions' entries replay at new
+    # inputs, on either side of the support's edge
+    x0, x1 = np.array([0.5, 1.5, 2.0]), np.array([-0.5, 0.7, 3.0])
+
+    def f(x):
+        return np.sum(S.gamma.cdf(x, 2.0) + S.beta.pdf(x / 4.0, 2.0, 3.0)
+                      + S.norm.logsf(x, 0.5, 2.0))
+
+    def f_scipy(x):
+        return np.sum(st.gamma.cdf(x, 2.0) + st.beta.pdf(x / 4.0, 2.0, 3.0)
+                      + st.norm.logsf(x, 0.5, 2.0))
+    np.testing.assert_allclose(ad.record(f, x0)(x1), f_scipy(x1), rtol=1e-13)
+    np.testing.assert_allclose(ad.record(ad.grad(f), x0)(x1), _numeric(f_scipy, [x1], 0),
+                               rtol=1e-6)
+
+
 def test_poisson():
     import autograd
     import autograd.scipy.stats as ast
