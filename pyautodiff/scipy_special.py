@@ -27,7 +27,7 @@ import sys
 
 import numpy as np
 
-from . import _core, array as _array
+from . import _core, array as _array, functional
 from .array import Array
 from .broadcasting import unbroadcast
 from .derivatives import add, broadcast_to, sum_to, times
@@ -179,9 +179,46 @@ def _record(row, args, operands):
                 total = add(total, times(tk, partial(k, out, ops)))
         return None if total is None else broadcast_to(total, np.shape(_plain(out)))
 
-    rule = ExternRule(forward, vjp, f"scipy.special.{row.name}", takes_needs=True,
-                      jvp=jvp, nested=(nested_vjp, nested_jvp))
+    def second(g, dg, out, ops, tangents, needs):
+        """The tangents of the cotangents g * partial (the C second-order
+        sweep's, a recording's Hessian): dg * partial + g * (the partial's
+        tangent, by a forward sweep through the traced partial)."""
+        g, dg = (np.asarray(z, dtype=np.float64) for z in (g, dg))
+        out_cts = []
+        for k, x, need in zip(operands, ops, needs):
+            if not need:
+                out_cts.append(None)
+                continue
+            total = np.where(dg == 0.0, 0.0, dg * np.asarray(partial(k, out, ops)))
+            for j, tj in enumerate(tangents):
+                if tj is None:
+                    continue
+
+                def moved(z, j=j, k=k):
+                    shifted = list(ops)
+                    shifted[j] = z
+                    return partial(k, row(*at(shifted)), shifted)
+                _, dd = functional.jvp(moved)(ops[j], tj)
+                with np.errstate(all="ignore"):
+                    total = total + np.where(g == 0.0, 0.0, g * np.asarray(dd))
+            out_cts.append(unbroadcast(total, np.shape(x)).reshape(np.shape(x)))
+        return out_cts
+
+    rule = _ElementwiseRule(forward, vjp, f"scipy.special.{row.name}", takes_needs=True,
+                            jvp=jvp, nested=(nested_vjp, nested_jvp))
+    rule.second = second
     return record_extern(rule, traced, value)
+
+
+class _ElementwiseRule(ExternRule):
+    """An elementwise extern's rule, with the tangents of its cotangents for
+    the C second-order sweep (ad.hessian itself differentiates the nested
+    vjp instead)."""
+
+    __slots__ = ("second",)
+
+    def cotangent_tangents(self, g, dg, out, inputs, tangents, needs):
+        return self.second(g, dg, out, inputs, tangents, needs)
 
 
 def _exp(z):

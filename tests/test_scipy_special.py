@@ -313,3 +313,22 @@ def test_importing_pyautodiff_does_not_need_scipy():
             "except ImportError as e:\n    assert 'SciPy' in str(e)\n"
             "else:\n    raise AssertionError('no ImportError')\n")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_forward_mode_and_a_recordings_hessian():
+    # the C sweeps' own rules: the tangent sweep (ad.jvp) and the
+    # second-order sweep of a recording (its Hessian and hvp)
+    def f(p):
+        return np.sum(sp.beta(p[:2], p[2:]) * sp.jn(2, p[:2])) + \
+            np.sum(sp.gammainc(2.0, p) + S.erfinv(p / 4.0))
+    p = np.array([0.5, 1.5, 2.0, 0.7])
+    v = np.array([1.0, -0.5, 0.25, 2.0])
+    _, tangent = ad.jvp(f)(p, v)
+    np.testing.assert_allclose(tangent, ad.grad(f)(p) @ v, rtol=1e-13)
+    recorded = ad.record(f, p)
+    q = p + 0.1
+    np.testing.assert_allclose(recorded.hessian(q), ad.hessian(f)(q), rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(recorded.hvp(q, v), ad.hvp(f)(q, v), rtol=1e-12, atol=1e-14)
+    scalar = ad.record(lambda x: sp.gamma(x) * sp.erf(x), 1.3)
+    np.testing.assert_allclose(scalar.hessian(1.7),
+                               ad.hessian(lambda x: sp.gamma(x) * sp.erf(x))(1.7), rtol=1e-12)

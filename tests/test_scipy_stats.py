@@ -143,6 +143,9 @@ def test_recorded_and_replayed():
     np.testing.assert_allclose(ad.record(f, x0)(x1), f_scipy(x1), rtol=1e-13)
     np.testing.assert_allclose(ad.record(ad.grad(f), x0)(x1), _numeric(f_scipy, [x1], 0),
                                rtol=1e-6)
+    # a recording's Hessian, in the C second-order sweep
+    np.testing.assert_allclose(ad.record(f, x0).hessian(x1), ad.hessian(f)(x1),
+                               rtol=1e-12, atol=1e-14)
 
 
 def test_poisson():
