@@ -221,10 +221,6 @@ class _ElementwiseRule(ExternRule):
         return self.second(g, dg, out, inputs, tangents, needs)
 
 
-def _exp(z):
-    return np.exp(z)
-
-
 # The rows: name, argument names, {position: d/d argument (out, *args)}.
 # The expressions call this module's functions (defined from the rows
 # below), so each derivative is itself differentiable.
@@ -244,16 +240,16 @@ _ROWS = [
                           / beta(a, b)}),
     ("gammainc", "a x", {1: lambda out, a, x: _gamma_density(a, x)}),
     ("gammaincc", "a x", {1: lambda out, a, x: -_gamma_density(a, x)}),
-    ("erf", "x", {0: lambda out, x: (2.0 / _SQRT_PI) * _exp(-x * x)}),
-    ("erfc", "x", {0: lambda out, x: (-2.0 / _SQRT_PI) * _exp(-x * x)}),
-    ("erfinv", "x", {0: lambda out, x: (_SQRT_PI / 2.0) * _exp(out * out)}),
-    ("erfcinv", "x", {0: lambda out, x: (-_SQRT_PI / 2.0) * _exp(out * out)}),
+    ("erf", "x", {0: lambda out, x: (2.0 / _SQRT_PI) * np.exp(-x * x)}),
+    ("erfc", "x", {0: lambda out, x: (-2.0 / _SQRT_PI) * np.exp(-x * x)}),
+    ("erfinv", "x", {0: lambda out, x: (_SQRT_PI / 2.0) * np.exp(out * out)}),
+    ("erfcinv", "x", {0: lambda out, x: (-_SQRT_PI / 2.0) * np.exp(out * out)}),
     # the standard normal's distribution function, its log and its inverse
-    ("ndtr", "x", {0: lambda out, x: _exp(-0.5 * x * x - _LOG_SQRT_2PI)}),
-    ("log_ndtr", "x", {0: lambda out, x: _exp(-0.5 * x * x - _LOG_SQRT_2PI - out)}),
-    ("ndtri", "p", {0: lambda out, p: _exp(0.5 * out * out + _LOG_SQRT_2PI)}),
+    ("ndtr", "x", {0: lambda out, x: np.exp(-0.5 * x * x - _LOG_SQRT_2PI)}),
+    ("log_ndtr", "x", {0: lambda out, x: np.exp(-0.5 * x * x - _LOG_SQRT_2PI - out)}),
+    ("ndtri", "p", {0: lambda out, p: np.exp(0.5 * out * out + _LOG_SQRT_2PI)}),
     # Student's t distribution function, in t: the density
-    ("stdtr", "df t", {1: lambda out, df, t: _exp(_t_logdensity(df, t))}),
+    ("stdtr", "df t", {1: lambda out, df, t: np.exp(_t_logdensity(df, t))}),
     # Bessel functions: their recurrences
     ("j0", "x", {0: lambda out, x: -j1(x)}),
     ("j1", "x", {0: lambda out, x: 0.5 * (j0(x) - jv(2, x))}),
@@ -276,7 +272,7 @@ _ROWS = [
 
 def _gamma_density(a, x):
     """x^(a-1) e^-x / Gamma(a): d gammainc(a, x) / dx."""
-    return x ** np.subtract(a, 1.0) * _exp(-x) * rgamma(a)
+    return x ** np.subtract(a, 1.0) * np.exp(-x) * rgamma(a)
 
 
 def _t_logdensity(df, t):
