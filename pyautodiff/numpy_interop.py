@@ -8,6 +8,7 @@ import sys
 import numpy as np
 
 from . import array as _array, linalg, numpy_elementwise, numpy_shapes, products
+from . import scipy_special
 from .array import Array
 from .guards import decide as _decide, takes_guards
 from .matmul import matmul
@@ -39,6 +40,7 @@ _OTHER_UFUNCS = {np.maximum: _array.maximum, np.minimum: _array.minimum,
                  np.fmod: lambda x, y: _remainder(x, y, "numpy.fmod"),
                  np.divmod: lambda x, y: (np.floor_divide(x, y), _remainder(x, y))}
 _OTHER_UFUNCS.update(numpy_elementwise.NUMPY_UFUNCS)
+_OTHER_UFUNCS = scipy_special.with_scipy_ufuncs(_OTHER_UFUNCS)
 
 
 def _remainder(x, y, name="numpy.remainder"):
