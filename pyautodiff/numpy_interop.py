@@ -139,7 +139,7 @@ def _in_place(what):
 # Queries whose answer does not depend on the values: NumPy's, no guard.
 _QUERIES = frozenset({np.shape, np.ndim, np.size, np.result_type,
                       np.iscomplexobj, np.isrealobj, np.isreal, np.iscomplex,
-                      np.zeros_like, np.ones_like})
+                      np.zeros_like, np.ones_like, np.imag})
 # Integer- or bool-valued: NumPy's result on the values (plain ndarrays and
 # Python values, exactly what NumPy returns).
 _DISCRETE = frozenset({
@@ -152,7 +152,7 @@ _DISCRETE = frozenset({
 # (a zero derivative, as HIPS autograd gives them).
 _PIECEWISE_CONSTANT = frozenset({np.sign, np.floor, np.ceil, np.rint,
                                  np.round, np.around, np.trunc, np.fix,
-                                 np.floor_divide, np.heaviside})
+                                 np.floor_divide, np.heaviside, np.angle})
 
 
 # Inside ad.record, a function of one Array that reads only where it is

@@ -38,6 +38,8 @@ def asarray(obj, *args, **kwargs):
     is)."""
     if isinstance(obj, (list, tuple)) and _holds_traced(obj):
         return _stacked(obj)
+    if _holds_traced(obj) and not args and kwargs.get("dtype") is None:
+        return obj                  # autograd's asarray of a box is the box
     return _np.asarray(obj, *args, **kwargs)
 
 
@@ -64,6 +66,27 @@ def where(*args, **kwargs):
     if ("x" in bound) != ("y" in bound):
         raise ValueError("either both or neither of x and y should be given")
     return _np.where(*(bound[name] for name in names if name in bound))
+
+
+def make_diagonal(D, offset=0, axis1=0, axis2=1):
+    """autograd's complement of np.diagonal: an array with one more
+    dimension whose diagonal along axes axis1 and axis2 is D (the last axis
+    of D), zero elsewhere, so that np.diagonal(make_diagonal(D, 0, a1, a2),
+    0, a1, a2) is D."""
+    if offset != 0:
+        raise NotImplementedError("make_diagonal: only the main diagonal (offset=0)")
+    D = asarray(D)
+    nd = ndim(D) + 1
+    if nd == 1:
+        raise ValueError("make_diagonal: D must have at least one dimension")
+    if not (-nd <= axis1 < nd and -nd <= axis2 < nd):
+        raise _np.exceptions.AxisError(f"make_diagonal: axes {axis1}, {axis2} out of "
+                                       f"bounds for a result of {nd} dimensions")
+    a1, a2 = axis1 % nd, axis2 % nd
+    if a1 == a2:
+        raise ValueError("make_diagonal: axis1 and axis2 cannot be the same")
+    square = D[..., None] * eye(shape(D)[-1])
+    return moveaxis(square, [-2, -1], [a1, a2])
 
 
 # every NumPy function and ufunc here takes lists of traced numbers (_lists.py)
