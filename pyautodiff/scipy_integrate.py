@@ -105,10 +105,7 @@ class _Problem:
         taken as a constant)."""
         out = self.func(s, y, *args) if self.tfirst else self.func(y, s, *args)
         if _traced(out) and not any(_traced(x) for x in (y, s) + tuple(args)):
-            raise TypeError(
-                f"{NAME}: func returned traced numbers from plain ones: it "
-                "uses a traced value it closes over, whose derivative would "
-                "be lost; pass that value in args instead")
+            raise _closure_error()
         return out
 
     def solve(self, p, full_output=False):
@@ -221,6 +218,24 @@ class _Problem:
                 for name, (lo, hi, shape) in self.parts.items()}
 
 
+def _closure_error():
+    return TypeError(
+        f"{NAME}: func returned traced numbers from plain ones: it uses a "
+        "traced value it closes over, whose derivative would be lost; pass "
+        "that value in args instead")
+
+
+def _untraced(func):
+    """func, refusing to return traced numbers to the integrator (which
+    would take them as constants)."""
+    def checked(*args):
+        out = func(*args)
+        if _traced(out):
+            raise _closure_error()
+        return out
+    return checked
+
+
 def odeint(func, y0, t, args=(), Dfun=None, col_deriv=0, full_output=0, ml=None,
            mu=None, rtol=None, atol=None, tcrit=None, h0=0.0, hmax=0.0, hmin=0.0,
            ixpr=0, mxstep=0, mxhnil=0, mxordn=12, mxords=5, printmessg=0,
@@ -235,7 +250,7 @@ def odeint(func, y0, t, args=(), Dfun=None, col_deriv=0, full_output=0, ml=None,
                    ixpr=ixpr, mxstep=mxstep, mxhnil=mxhnil, mxordn=mxordn,
                    mxords=mxords, printmessg=printmessg)
     if not any(_traced(x) for x in (y0, t) + args):
-        return _odeint()(func, y0, t, args=args, Dfun=Dfun, col_deriv=col_deriv,
+        return _odeint()(_untraced(func), y0, t, args=args, Dfun=Dfun, col_deriv=col_deriv,
                          full_output=full_output, ml=ml, mu=mu, tfirst=tfirst,
                          **options)
     options = {k: v for k, v in options.items() if k in _ACCURACY}

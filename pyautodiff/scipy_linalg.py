@@ -17,10 +17,9 @@ and know no __array_function__): call these."""
 import numpy as np
 
 from . import linalg as _la
-from .array import Array, _asarray
+from .array import Array, _asarray, _holds_traced
 from .broadcasting import unbroadcast
 from .linalg import T, _record, _unary
-from .value import Value
 
 _GENERAL = (None, "gen", "general", "unknown")
 _SYMMETRIC = ("sym", "symmetric", "her", "hermitian", "pos", "positive definite")
@@ -32,7 +31,7 @@ def _scipy():
 
 
 def _traced(*xs):
-    return any(isinstance(x, (Array, Value)) for x in xs)
+    return any(_holds_traced(x) for x in xs)
 
 
 def _triangle(n, lower, strict=False):
