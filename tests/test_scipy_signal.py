@@ -219,3 +219,31 @@ def test_scipys_own_function_does_not_return_a_silent_wrong_number():
         ad.grad(loss("direct"))(np.ones((3, 3)))
     with pytest.warns(ad.DetachWarning):
         ad.grad(loss("fft"))(np.ones((3, 3)))
+
+
+def test_pyautodiff_imports_and_convolves_without_scipy():
+    """scipy is optional: with it unimportable, the modules import, and
+    convolve computes on traced and plain arrays alike."""
+    import os
+    import subprocess
+    import sys
+    code = """
+import sys
+sys.modules["scipy"] = None          # import scipy raises ImportError
+import numpy as np
+import pyautodiff as ad
+from pyautodiff import scipy_integrate, scipy_linalg, scipy_signal
+import pyautodiff.autograd.scipy
+g = ad.grad(lambda x: np.sum(scipy_signal.convolve(x, np.ones(2)) ** 2))(np.ones(3))
+print(g.tolist(), scipy_signal.convolve(np.ones(2), np.ones(2)).tolist())
+try:
+    scipy_linalg.sqrtm(np.eye(2))
+except ImportError:
+    print("ImportError")
+"""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, PYTHONPATH=root)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env=env, check=True).stdout.split("\n")
+    assert out[0] == "[6.0, 8.0, 6.0] [1.0, 2.0, 1.0]"
+    assert out[1] == "ImportError"
