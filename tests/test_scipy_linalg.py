@@ -40,6 +40,8 @@ CASES = {
     "solve_triangular unit": (lambda m, a, b: m.solve_triangular(a, b, lower=True,
                                                                  unit_diagonal=True),
                               [(N, N), (N, 2)], "tri", False),
+    "solve_triangular batched": (lambda m, a, b: m.solve_triangular(a, b, lower=True),
+                                 [(2, N, N), (N, 2)], "tri", False),
     "solve_triangular unit C": (lambda m, a, b: m.solve_triangular(a, b, trans="C",
                                                                    unit_diagonal=True),
                                 [(N, N), (N,)], "tri", False),
@@ -78,9 +80,9 @@ CASES = {
 
 
 def _operand(kind, a):
-    square = a.ndim == 2 and a.shape[0] == a.shape[1]
+    square = a.ndim >= 2 and a.shape[-1] == a.shape[-2]
     if kind == "tri":
-        return a + N * np.eye(*a.shape) if square else a
+        return a + N * np.eye(a.shape[-1]) if square else a
     if kind == "spd":
         return _spd(a) + 0.1 * a if square else a
     if kind.startswith("band") and a.shape[0] == 3:
