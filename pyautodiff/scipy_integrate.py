@@ -15,14 +15,21 @@ func's own vector-Jacobian and Jacobian-vector products, inside those,
 are pyautodiff's: func is traced on each call, so it must be written
 with NumPy's functions (as for any traced function).
 
-Both rules compute with plain numbers: a derivative of a derivative
-through odeint (second order, or one inside another derivative) raises
-NotImplementedError naming scipy.integrate.odeint."""
+Both rules are written with NumPy's functions and odeint itself: in the
+C sweeps they compute with plain numbers; inside a derivative (a
+Hessian, a gradient of a gradient, ad.grad of ad.hvp ...) they record,
+each integration an odeint entry of its own whose rules are these again,
+so derivatives of every order exist, each exact to the integrator's
+tolerance (and each order costs integrations of a larger system)."""
+import contextlib
+
 import numpy as np
 
 from .array import Array, _asarray, _constant_result, _holds_traced
-from .extern import ExternRule, record_extern
+from .extern import record_extern
+from .linalg import _Rule, _lifted
 from .tape import NO_GRAD, recording_tape
+from .trace import Trace
 from .value import Value
 
 NAME = "scipy.integrate.odeint"
@@ -43,25 +50,50 @@ def _traced(x):
     return isinstance(x, (Array, Value)) or _holds_traced(x)
 
 
-class _Unsupported(NotImplementedError):
-    pass
+@contextlib.contextmanager
+def _plain_trace(F, z):
+    """F traced at the plain vector z on a tape of its own, even inside a
+    derivative being recorded (the integrator's calls compute with plain
+    numbers)."""
+    tr = Trace(F, (z,), {}, 0, NAME)
+    try:
+        yield tr
+    finally:
+        tr.release()
 
 
-def _second_order(*_args, **_kwargs):
-    raise _Unsupported(
-        f"{NAME}: a derivative of a derivative through odeint (second and "
-        "higher orders, Hessians, or a derivative inside another derivative) "
-        "is not supported: its adjoint and sensitivity rules integrate "
-        "plain numbers.  First derivatives (ad.grad, ad.jacobian, ad.jvp, "
-        "ad.vjp) are.")
+def _vjp(F, z, w):
+    """(F(z), w times F's Jacobian at z): recorded when z or w is traced
+    (a derivative of a derivative), else with plain numbers."""
+    if _traced(z) or _traced(w):
+        from .functional import vjp
+        value, back = vjp(F)(z)
+        return value, back(w)
+    with _plain_trace(F, z) as tr:
+        return tr.output_value(), tr.vjp(w)
 
 
-class _OdeintRule(ExternRule):
-    """The rule of one odeint call: first order only."""
+def _jvp(F, z, dz):
+    """(F(z), F's Jacobian at z times dz), recorded as _vjp's."""
+    if _traced(z) or _traced(dz):
+        from .functional import jvp
+        return jvp(F)(z, dz)
+    with _plain_trace(F, z) as tr:
+        return tr.jvp(dz)
 
-    __slots__ = ()
-    nested_cotangents = nested_tangent = cotangent_tangents = \
-        staticmethod(_second_order)
+
+def _flat(x):
+    """x as a vector: an Array's reshape, or a plain ndarray."""
+    if _traced(x):
+        return _asarray(x).reshape(-1)
+    return np.ravel(np.asarray(x, dtype=np.float64))
+
+
+def _vector(f, n):
+    """func's value as a vector of n numbers (func may return a list)."""
+    if _traced(f):
+        return _asarray(f).reshape(n)
+    return np.reshape(np.asarray(f, dtype=np.float64), n)
 
 
 class _Problem:
@@ -89,15 +121,15 @@ class _Problem:
         self.size = at
 
     def values(self, p):
-        """y0 (flat), t, args at the packed vector p (plain numbers)."""
+        """y0 (flat), t, args at the packed vector p: plain numbers for an
+        ndarray p, traced ones for an Array."""
         def get(name):
             if name in self.parts:
                 lo, hi, shape = self.parts[name]
-                return np.asarray(p[lo:hi], dtype=np.float64).reshape(shape)
+                return p[lo:hi].reshape(shape)
             return self.plain[name]
-        y0 = np.ravel(np.asarray(get("y0"), dtype=np.float64))
-        return y0, np.asarray(get("t"), dtype=np.float64), \
-            tuple(get(k) for k in range(self.nargs))
+        t = get("t") if "t" in self.parts else np.asarray(self.plain["t"], dtype=np.float64)
+        return _flat(get("y0")), t, tuple(get(k) for k in range(self.nargs))
 
     def call(self, y, s, args):
         """func at (y, s): on plain arrays, as scipy calls it; refused when
@@ -110,6 +142,9 @@ class _Problem:
 
     def solve(self, p, full_output=False):
         y0, t, args = self.values(p)
+        if _traced(p):      # the second-order sweep recomputing it: recorded
+            return odeint(self.func, y0, t, args, tfirst=self.tfirst, **self.jacobian,
+                          **self.options)
 
         def rhs(y, s, *a):
             return self.call(y, s, a)
@@ -127,93 +162,95 @@ class _Problem:
         traced ones (plain args stay plain)."""
         return [k for k in range(self.nargs) if k in self.parts]
 
-    def linearized(self, y, s, args):
-        """F(z) = func at z = (y, s, the traced args, flattened), for its
-        products with func's Jacobian."""
-        moving = self.moving()
-        n = y.size
-        shapes = [np.shape(args[k]) for k in moving]
-        sizes = [int(np.prod(sh)) for sh in shapes]
-
-        def F(z):
-            a = list(args)
-            at = n + 1
-            for k, shape, size in zip(moving, shapes, sizes):
-                a[k] = z[at:at + size].reshape(shape)
-                at += size
-            return np.reshape(self.call(z[:n], z[n], a), (n,))
-        z = np.concatenate([y, [s]] + [np.ravel(args[k]) for k in moving])
-        return F, z
+    def unflatten(self, flat):
+        """args, the traced ones read from the vector flat."""
+        args, at = [], 0
+        for k in range(self.nargs):
+            if k in self.parts:
+                lo, hi, shape = self.parts[k]
+                args.append(flat[at:at + hi - lo].reshape(shape))
+                at += hi - lo
+            else:
+                args.append(self.plain[k])
+        return tuple(args)
 
     def cotangent(self, g, out, p):
-        """The adjoint method: the packed cotangent of p."""
-        from .functional import vjp
+        """The adjoint method: the packed cotangent of p.  Written with
+        NumPy's functions and odeint itself, it serves the C sweeps (plain
+        numbers) and derivatives of derivatives (traced ones: each
+        integration below is then an odeint entry of its own, and func's
+        vector-Jacobian products are traced inside the derivative)."""
         y0, t, args = self.values(p)
+        n = y0.shape[0]
         moving = self.moving()
-        n = y0.size
-        m = sum(int(np.size(args[k])) for k in moving)
-        g = np.asarray(g, dtype=np.float64).reshape(out.shape)
+        flat = self.flat_moving(args)
+        g = np.reshape(g, out.shape)
 
-        def augmented(state, s):
-            y, a = state[:n], state[n:2 * n]
-            F, z = self.linearized(y, s, args)
-            value, back = vjp(F)(z)
-            ct = np.asarray(back(-a), dtype=np.float64)
-            # d/ds of (y, a, a_t, a_args): f, -a f_y, -a f_s, -a f_args
-            return np.concatenate([value, ct])
+        def augmented(state, s, flat_args):
+            """d/ds of (y, a, a_t, a_args): f, -a f_y, -a f_s, -a f_args."""
+            def F(z):
+                return _vector(self.call(z[:n], z[n], self.unflatten(z[n + 1:])), n)
+            z = np.concatenate([state[:n], np.reshape(s, (1,)), flat_args])
+            return np.concatenate(_vjp(F, z, -state[n:2 * n]))
 
-        adjoint = g[-1].copy()
-        a_t0, a_args = 0.0, np.zeros(m)
-        times = np.zeros(t.size)
-        for i in range(t.size - 1, 0, -1):
-            times[i] = np.dot(np.ravel(self.call(out[i], t[i], args)), g[i])
-            a_t0 -= times[i]
-            state = np.concatenate([out[i], adjoint, [a_t0], a_args])
-            back = _odeint()(augmented, state, np.array([t[i], t[i - 1]]),
-                             **self.options)[1]
+        adjoint = g[-1]
+        a_t0, a_args = np.zeros(1), np.zeros(flat.shape[0])
+        times = [None] * t.shape[0]
+        for i in range(t.shape[0] - 1, 0, -1):
+            # moving a time moves the solution there along f
+            times[i] = np.sum(_vector(self.call(out[i], t[i], args), n) * g[i])
+            a_t0 = a_t0 - times[i]
+            state = np.concatenate([out[i], adjoint, a_t0, a_args])
+            span = np.stack([t[i], t[i - 1]])
+            back = odeint(augmented, state, span, (flat,), **self.options)[1]
             adjoint = back[n:2 * n] + g[i - 1]
-            a_t0, a_args = back[2 * n], back[2 * n + 1:]
-        times[0] = a_t0
-        grads = {"y0": adjoint, "t": times}
+            a_t0, a_args = back[2 * n:2 * n + 1], back[2 * n + 1:]
+        times[0] = a_t0[0]
+        grads = {"y0": adjoint, "t": np.stack(times) if t.shape[0] > 1 else a_t0}
         at = 0
         for k in moving:
-            size = int(np.size(args[k]))
+            size = self.parts[k][1] - self.parts[k][0]
             grads[k] = a_args[at:at + size]
             at += size
         return self.pack(grads)
 
     def tangent(self, dp, out, p):
-        """Forward sensitivities: the tangent of the solution."""
-        from .functional import jvp
+        """Forward sensitivities: the tangent of the solution.  Written,
+        as cotangent, with NumPy's functions and odeint itself: plain for
+        the C tangent sweep, recorded inside a derivative."""
         y0, t, args = self.values(p)
         d = self.unpack(dp)
-        n = y0.size
-        dy0 = np.ravel(d.get("y0", np.zeros(n)))
-        dt = np.ravel(d.get("t", np.zeros(t.size))) * np.ones(t.size)
-        dargs = [np.ravel(d[k]) if k in d else np.zeros(np.size(args[k]))
-                 for k in self.moving()]
+        n, times = y0.shape[0], t.shape[0]
+        moving = self.moving()
+        flat = self.flat_moving(args)
+        dflat = self.flat_moving({k: d.get(k, np.zeros(np.shape(args[k]))) for k in moving})
+        dy0 = _flat(d["y0"]) if "y0" in d else np.zeros(n)
+        dt = np.reshape(d["t"], (times, 1)) if "t" in d else np.zeros((times, 1))
 
-        def sensitivity(state, s):
-            y, sens = state[:n], state[n:]
-            F, z = self.linearized(y, s, args)
-            value, tangent = jvp(F)(z, np.concatenate([sens, [0.0]] + dargs))
-            return np.concatenate([value, tangent])
+        def sensitivity(state, s, flat_args, dflat_args):
+            """d/ds of (y, its tangent): f, f_y tangent + f_args dargs."""
+            def F(z):
+                return _vector(self.call(z[:n], z[n], self.unflatten(z[n + 1:])), n)
+            z = np.concatenate([state[:n], np.reshape(s, (1,)), flat_args])
+            dz = np.concatenate([state[n:], np.zeros(1), dflat_args])
+            return np.concatenate(_jvp(F, z, dz))
 
-        def f(i):
-            return np.ravel(self.call(out[i], t[i], args))
+        f = np.stack([_vector(self.call(out[i], t[i], args), n) for i in range(times)])
         # moving t[0] shifts the start: y0 is reached dt0 later
-        state = np.concatenate([y0, dy0 - f(0) * dt[0]])
-        sens = _odeint()(sensitivity, state, t, **self.options)[:, n:]
-        return sens + np.stack([f(i) for i in range(t.size)]) * dt[:, None]
+        start = np.concatenate([y0, dy0 - f[0] * dt[0]])
+        sens = odeint(sensitivity, start, t, (flat, dflat), **self.options)[:, n:]
+        # moving a later time moves the solution there along f
+        return sens + f * dt
+
+    def flat_moving(self, args):
+        """The traced args (or their tangents) as one vector."""
+        parts = [_flat(args[k]) for k in self.moving()]
+        return np.concatenate(parts) if parts else np.zeros(0)
 
     def pack(self, grads):
-        out = np.zeros(self.size)
-        for name, (lo, hi, _) in self.parts.items():
-            out[lo:hi] = np.ravel(grads[name])
-        return out
+        return np.concatenate([_flat(grads[name]) for name in self.parts])
 
     def unpack(self, dp):
-        dp = np.asarray(dp, dtype=np.float64)
         return {name: dp[lo:hi].reshape(shape)
                 for name, (lo, hi, shape) in self.parts.items()}
 
@@ -262,8 +299,12 @@ def odeint(func, y0, t, args=(), Dfun=None, col_deriv=0, full_output=0, ml=None,
     if recording_tape() is NO_GRAD:
         out = _constant_result(value)
     else:
-        rule = _OdeintRule(problem.solve, lambda g, out, p: (problem.cotangent(g, out, p),),
-                           NAME,
-                           jvp=lambda ts, out, p: problem.tangent(ts[0], out, p))
+        def vjp(g, out, p, needs):
+            return (problem.cotangent(_lifted(g), out, p),)
+
+        def jvp(ts, out, p):
+            return problem.tangent(ts[0], out, p)
+        # linalg's rule: its second-order sweep differentiates vjp forward
+        rule = _Rule(problem.solve, vjp, NAME, takes_needs=True, jvp=jvp, nested=(vjp, jvp))
         out = record_extern(rule, [packed], value)
     return (out, info) if full_output else out

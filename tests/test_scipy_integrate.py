@@ -3,8 +3,8 @@
 pyautodiff.autograd.scipy.integrate): values against scipy; gradients
 (adjoint method) against HIPS autograd's and central differences of
 scipy's odeint, to the integrator's tolerance; tangents (forward
-sensitivities); and the NotImplementedError of second order, never a
-silent zero."""
+sensitivities); second and third orders through nesting against the
+solution by hand; and the errors."""
 import numpy as np
 import pytest
 
@@ -151,22 +151,61 @@ def test_dropin_module():
                                ad.grad(_loss(w))(y0, t, a1, a2), rtol=1e-12)
 
 
-# -- what is not supported: loudly -------------------------------------------------------
+# -- higher orders: odeint's rules record inside a derivative ----------------------------
 
-SECOND = {
-    "hessian": lambda f, y: ad.hessian(f)(y),
-    "hvp": lambda f, y: ad.hvp(f)(y, np.ones(3)),
-    "grad of grad": lambda f, y: ad.grad(lambda x: np.sum(ad.grad(f)(x) ** 2))(y),
-    "recorded hessian": lambda f, y: ad.record(f, y).hessian(y),
-}
+TIMES = np.array([0.0, 1.0])
 
 
-@pytest.mark.parametrize("how", SECOND)
-def test_second_order_raises_naming_odeint(how):
+def riccati(p, xp=np):
+    """The sum of squares of y' = -k y^2 at TIMES, p = (y0, k): by odeint,
+    and (xp given) by its solution y0 / (1 + k y0 t)."""
+    if xp is not np:
+        return xp.sum((p[0] / (1 + p[1] * p[0] * TIMES)) ** 2)
+    return np.sum(odeint(lambda y, s, k: -k * y * y, p[:1], TIMES, (p[1],), **TOL) ** 2)
+
+
+P, V = np.array([0.8, 0.6]), np.array([0.3, -0.7])
+
+
+@pytest.fixture(scope="module")
+def exact():
+    autograd = pytest.importorskip("autograd")
+    anp = pytest.importorskip("autograd.numpy")
+
+    def f(p):
+        return riccati(p, anp)
+    return autograd, anp, f
+
+
+def test_hessian_and_recorded_hessian_by_hand(exact):
+    autograd, _, f = exact
+    expected = autograd.hessian(f)(P)
+    np.testing.assert_allclose(ad.hessian(riccati)(P), expected, rtol=1e-7, atol=1e-8)
+    # a recording's one-sweep Hessian differentiates the gradient forward
+    np.testing.assert_allclose(ad.record(riccati, P).hessian(P), expected, rtol=1e-7, atol=1e-8)
+
+
+def test_third_order_through_nesting_by_hand(exact):
+    autograd, anp, f = exact
+
+    def quadratic(p):
+        return np.sum(ad.hvp(riccati)(p, V) * V)
+    expected = autograd.grad(lambda p: anp.sum(autograd.hessian(f)(p) @ V * V))(P)
+    np.testing.assert_allclose(ad.grad(quadratic)(P), expected, rtol=1e-6, atol=1e-7)
+
+
+def test_hvp_with_times_and_arguments():
+    """Every operand of autograd's system: against central differences of
+    the gradient in the same direction."""
     y0, t, a1, a2, w = _point()
-    loss = _loss(w)
-    with pytest.raises(NotImplementedError, match="scipy.integrate.odeint"):
-        SECOND[how](lambda y: loss(y, t, a1, a2), y0)
+
+    def packed(p):
+        return np.sum(odeint(func, p[:3], p[3:7], (p[7:10], p[10:]), **TOL) * w)
+    p = np.concatenate([y0, t, a1, a2])
+    v = np.sin(np.arange(1.0, p.size + 1))
+    g, h = ad.grad(packed), 1e-5
+    np.testing.assert_allclose(ad.hvp(packed)(p, v), (g(p + h * v) - g(p - h * v)) / (2 * h),
+                               rtol=1e-5, atol=1e-6)
 
 
 def test_a_func_closing_over_a_traced_value_is_refused():
