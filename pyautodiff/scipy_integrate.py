@@ -34,13 +34,6 @@ from .value import Value
 
 NAME = "scipy.integrate.odeint"
 
-# odeint's options that describe the integration, passed on to the
-# integrations of the adjoint and sensitivity systems (not those about
-# func's Jacobian, Dfun, nor what is returned)
-_ACCURACY = ("rtol", "atol", "tcrit", "h0", "hmax", "hmin", "ixpr", "mxstep",
-             "mxhnil", "mxordn", "mxords", "printmessg")
-
-
 def _odeint():
     import scipy.integrate
     return scipy.integrate.odeint
@@ -277,12 +270,15 @@ def odeint(func, y0, t, args=(), Dfun=None, col_deriv=0, full_output=0, ml=None,
            mu=None, rtol=None, atol=None, tcrit=None, h0=0.0, hmax=0.0, hmin=0.0,
            ixpr=0, mxstep=0, mxhnil=0, mxordn=12, mxords=5, printmessg=0,
            tfirst=False):
-    """scipy.integrate.odeint, differentiable (to first order) with respect
+    """scipy.integrate.odeint, differentiable at every order with respect
     to y0, t and the numbers in args that are traced.  func is called on
     plain arrays by the integrator, and traced by pyautodiff for its
-    derivatives."""
+    derivatives.  The options of the integration (rtol, atol, mxstep ...)
+    serve the integrations of the derivatives too; Dfun (and col_deriv,
+    ml, mu), which is func's Jacobian, only the solution's."""
     if not isinstance(args, tuple):
         args = (args,)
+    # the options of the integration itself (the derivatives' too)
     options = dict(rtol=rtol, atol=atol, tcrit=tcrit, h0=h0, hmax=hmax, hmin=hmin,
                    ixpr=ixpr, mxstep=mxstep, mxhnil=mxhnil, mxordn=mxordn,
                    mxords=mxords, printmessg=printmessg)
@@ -290,7 +286,6 @@ def odeint(func, y0, t, args=(), Dfun=None, col_deriv=0, full_output=0, ml=None,
         return _odeint()(_untraced(func), y0, t, args=args, Dfun=Dfun, col_deriv=col_deriv,
                          full_output=full_output, ml=ml, mu=mu, tfirst=tfirst,
                          **options)
-    options = {k: v for k, v in options.items() if k in _ACCURACY}
     problem = _Problem(func, y0, t, args, tfirst, options,
                        dict(Dfun=Dfun, col_deriv=col_deriv, ml=ml, mu=mu))
     packed = np.concatenate([x.reshape(-1) for x in problem.traced])

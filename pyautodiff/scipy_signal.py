@@ -187,7 +187,8 @@ def convolve(in1, in2, mode="full", method="auto", *, axes=None, dot_axes=((), (
     autograd's axes (the pairs of axes convolved) and dot_axes (the pairs
     summed over).  On plain arrays with the default axes it is scipy's own.
     method ('auto', 'direct', 'fft') chooses only how scipy computes plain
-    arrays: traced ones are convolved directly, exactly."""
+    arrays: traced ones are convolved directly, exactly.  Without scipy,
+    plain arrays are convolved here too."""
     if mode not in _MODES:
         raise ValueError(f"{NAME}: acceptable mode flags are 'valid', 'same', or 'full'")
     if method not in ("auto", "direct", "fft"):
@@ -212,9 +213,15 @@ def convolve(in1, in2, mode="full", method="auto", *, axes=None, dot_axes=((), (
 
 
 def correlate(in1, in2, mode="full", method="auto"):
-    """scipy.signal.correlate of Arrays: the convolution with in2 reversed."""
-    if not (_traced(in1) or _traced(in2)):
-        import scipy.signal
-        return scipy.signal.correlate(in1, in2, mode=mode, method=method)
-    b = _asarray(in2)
+    """scipy.signal.correlate of Arrays: the convolution with in2 reversed.
+    On plain arrays it is scipy's own (where scipy is installed)."""
+    traced = _traced(in1) or _traced(in2)
+    if not traced:
+        try:
+            import scipy.signal
+        except ImportError:
+            pass
+        else:
+            return scipy.signal.correlate(in1, in2, mode=mode, method=method)
+    b = _asarray(in2) if traced else np.asarray(in2, dtype=np.float64)
     return convolve(in1, b[(slice(None, None, -1),) * b.ndim], mode, method)
