@@ -1,5 +1,9 @@
-"""autograd.scipy for autograd programs (``import pyautodiff.autograd.scipy.stats
-as stats``): scipy.special's and scipy.stats' functions that record
-derivatives on Values and Arrays (pyautodiff.scipy_special and
-pyautodiff.scipy_stats), under autograd's module names.  SciPy is imported at the first call that needs it."""
-from . import misc, special, stats  # noqa: F401
+"""scipy for autograd programs (``import pyautodiff.autograd.scipy.stats as
+stats``, ``pyautodiff.autograd.scipy.linalg`` ...): HIPS autograd's modules
+of the same names, whose functions take traced values -- scipy.special's
+and scipy.stats' (pyautodiff.scipy_special, pyautodiff.scipy_stats),
+scipy.linalg's, scipy.signal's and scipy.integrate's (pyautodiff.scipy_linalg,
+scipy_signal, scipy_integrate).  SciPy is imported at the first call that
+needs it.  scipy.special's ufuncs dispatch on traced values themselves;
+scipy's other functions do not: import these instead."""
+from . import integrate, linalg, misc, signal, special, stats  # noqa: F401
