@@ -22,8 +22,10 @@ Where pyautodiff and autograd differ, central differences (of the order
 below) referee; a program autograd cannot run at all is checked against
 central differences alone.  Both are counted apart.
 """
+import importlib
 import random
 import time
+import types
 import warnings
 
 import numpy as np
@@ -144,6 +146,39 @@ CATALOGUE = [
     _spd_entry("eigh", "np.linalg.eigh(SPD)[0]",
                guard="np.min(np.diff(np.linalg.eigvalsh(SPD)), initial=1.0) - 1e-2"),
 ]
+# scipy's, as `sp` (scipy itself, autograd.scipy, pyautodiff.autograd.scipy)
+SCIPY_CATALOGUE = [
+    Entry("gammaln", "sp.special.gammaln({a} ** 2 + 0.5)"),
+    Entry("digamma", "sp.special.digamma({a} ** 2 + 0.5)"),
+    Entry("erf", "sp.special.erf({a})"),
+    Entry("expit", "sp.special.expit({a})"),
+    Entry("logsumexp", "sp.special.logsumexp({a}, axis={ax})", params=_axis),
+    Entry("norm.logpdf", "sp.stats.norm.logpdf({a}, 0.5, 1.5)"),
+    Entry("norm.cdf", "sp.stats.norm.cdf({a})"),
+    Entry("t.logpdf", "sp.stats.t.logpdf({a}, 3.0)"),
+    Entry("convolve", "sp.signal.convolve({a}, {b}, mode='full')", binary=True,
+          fits=lambda a, b: a.ndim == b.ndim == 1),
+    _spd_entry("solve_triangular",
+               "sp.linalg.solve_triangular(np.tril(SPD), {a}[:, 0], lower=True)"),
+    _spd_entry("sqrtm", "sp.linalg.sqrtm(SPD)"),
+]
+_SCIPY_ROOTS = {"numpy": "scipy", "autograd.numpy": "autograd.scipy",
+                "pyautodiff.autograd.numpy": "pyautodiff.autograd.scipy"}
+
+
+def _scipy_for(np_module):
+    """The scipy namespace that goes with np_module: its special, stats,
+    signal and linalg."""
+    root = _SCIPY_ROOTS[np_module.__name__]
+    return types.SimpleNamespace(**{part: importlib.import_module(f"{root}.{part}")
+                                    for part in ("special", "stats", "signal", "linalg")})
+
+
+try:
+    _scipy_for(np)
+    CATALOGUE += SCIPY_CATALOGUE
+except ImportError:         # scipy is an optional dependency
+    pass
 
 
 def _broadcasts(a, b):
@@ -167,6 +202,8 @@ class Program:
 
     def function(self, np_module):
         scope = {"np": np_module}
+        if "sp." in self.source:
+            scope["sp"] = _scipy_for(np_module)
         exec(self.source, scope)            # noqa: S102 -- our own generated source
         return scope["f"]
 
@@ -202,8 +239,9 @@ def random_program(rng, max_steps=4, seed=None):
         try:
             with np.errstate(all="raise"), warnings.catch_warnings():
                 warnings.simplefilter("error")
-                value = eval(expr, {"np": np}, dict(nodes))  # noqa: S307 -- our own source
-                if guard is not None and not eval(guard, {"np": np}, dict(nodes)) > 0:  # noqa: S307
+                scope = {"np": np, "sp": _scipy_for(np)} if "sp." in expr else {"np": np}
+                value = eval(expr, scope, dict(nodes))  # noqa: S307 -- our own source
+                if guard is not None and not eval(guard, scope, dict(nodes)) > 0:  # noqa: S307
                     continue
         except Exception:                   # noqa: BLE001 -- the step does not apply here
             continue
