@@ -54,8 +54,15 @@ def _minimum(x, y):
     return x if x <= y or x != x else y
 
 
+def _hypot(x, y):
+    # C's hypot, as the C sweeps compute it: Python's math.hypot has an
+    # algorithm of its own, and differs from it in the last bit at times
+    # (so a replay would not give the recorded value)
+    return float(np.hypot(x, y))
+
+
 # op: (its value on Python floats, NumPy's ufunc)
-_BINARY = {"ARCTAN2": (math.atan2, np.arctan2), "HYPOT": (math.hypot, np.hypot),
+_BINARY = {"ARCTAN2": (math.atan2, np.arctan2), "HYPOT": (_hypot, np.hypot),
            "LOGADDEXP": (_logaddexp, np.logaddexp),
            "MAXIMUM": (_maximum, np.maximum), "MINIMUM": (_minimum, np.minimum),
            # the masks and the selection that the composites decide with
