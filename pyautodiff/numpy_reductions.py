@@ -25,7 +25,8 @@ from . import array as _array
 from .array import Array, _asarray, _constant_result, _holds_traced, _plain, \
     normalize_axis_tuple
 from .guards import decide, takes_guards
-from .numpy_shapes import _float_dtype, _no_out, layout
+from .numpy_elementwise import _public
+from .numpy_shapes import layout
 from .reductions import logsumexp, prod as _prod
 from .value import Value
 
@@ -34,6 +35,19 @@ _NO = np._NoValue
 
 def _given(x):
     return x is not _NO
+
+
+def _no_out(name, out):
+    if out is not None:
+        raise TypeError(f"numpy.{name} writes into an ndarray (out=...): in-place "
+                        "NumPy operations cannot record a derivative; use the "
+                        "result it returns")
+
+
+def _float_only(name, dtype):
+    if dtype is not None and np.dtype(dtype).kind != "f":
+        raise TypeError(f"numpy.{name}(dtype={np.dtype(dtype).name}): an Array "
+                        "holds float64; only a float dtype keeps a derivative")
 
 
 def _axes(axis, ndim):
@@ -89,7 +103,7 @@ def _keep(keepdims):
 
 def sum_(a, axis=None, dtype=None, out=None, keepdims=_NO, initial=_NO, where=_NO):
     _no_out("sum", out)
-    _float_dtype("sum", dtype)
+    _float_only("sum", dtype)
     a = _asarray(a)
     if _given(where) or _given(initial):
         _check(np.sum, a, axis=axis, keepdims=keepdims, initial=initial, where=where)
@@ -101,7 +115,7 @@ def sum_(a, axis=None, dtype=None, out=None, keepdims=_NO, initial=_NO, where=_N
 
 def prod(a, axis=None, dtype=None, out=None, keepdims=_NO, initial=_NO, where=_NO):
     _no_out("prod", out)
-    _float_dtype("prod", dtype)
+    _float_only("prod", dtype)
     a = _asarray(a)
     if _given(where) or _given(initial):
         _check(np.prod, a, axis=axis, keepdims=keepdims, initial=initial, where=where)
@@ -113,7 +127,7 @@ def prod(a, axis=None, dtype=None, out=None, keepdims=_NO, initial=_NO, where=_N
 
 def mean(a, axis=None, dtype=None, out=None, keepdims=_NO, *, where=_NO):
     _no_out("mean", out)
-    _float_dtype("mean", dtype)
+    _float_only("mean", dtype)
     a = _asarray(a)
     if not _given(where):
         return a.mean(axis=axis, keepdims=_keep(keepdims))
@@ -137,7 +151,7 @@ def _masked_mean(a, where, axis, keepdims):
 
 def _variance(name, a, axis, dtype, out, ddof, keepdims, where, mean, correction):
     _no_out(name, out)
-    _float_dtype(name, dtype)
+    _float_only(name, dtype)
     if _given(mean):
         raise TypeError(f"numpy.{name}(mean=...) of traced values is not supported: "
                         "pyautodiff computes the mean itself")
@@ -233,6 +247,8 @@ def average(a, axis=None, weights=None, returned=False, *, keepdims=_NO):
 
 def nansum(a, axis=None, dtype=None, out=None, keepdims=_NO, initial=_NO, where=_NO):
     """The sum of the entries that are not NaN: a NaN has zero gradient."""
+    _no_out("nansum", out)
+    _float_only("nansum", dtype)
     a = _asarray(a)
     return sum_(_array.where(a != a, 0.0, a), axis, dtype, out, keepdims, initial, where)
 
@@ -241,7 +257,7 @@ def nanmean(a, axis=None, dtype=None, out=None, keepdims=_NO, *, where=_NO):
     """The mean of the entries that are not NaN (a NaN has zero gradient);
     an all-NaN slice is NaN with NumPy's warning, and no gradient."""
     _no_out("nanmean", out)
-    _float_dtype("nanmean", dtype)
+    _float_only("nanmean", dtype)
     a = _asarray(a)
     _check(np.nanmean, a, axis=axis, keepdims=keepdims, where=where)  # NumPy's warning
     kept = a == a
@@ -261,7 +277,7 @@ def cumprod(a, axis=None, dtype=None, out=None):
     others' product, never a quotient).  n elements along axis take n*n
     values (and the nested rules n*n per row)."""
     _no_out("cumprod", out)
-    _float_dtype("cumprod", dtype)
+    _float_only("cumprod", dtype)
     a = _asarray(a)
     if axis is None:
         a, axis = a.reshape(-1), 0
@@ -464,16 +480,12 @@ def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
 
 def _ufunc_reduce(ufunc, reducer, fill=None):
     """ufunc.reduce on an Array, as the reduction that computes it."""
-    name = f"numpy.{ufunc.__name__}.reduce"
+    name = f"{ufunc.__name__}.reduce"
 
     def reduce(array, axis=0, dtype=None, out=None, keepdims=False, initial=_NO,
                where=True):
-        if out is not None:
-            raise TypeError(f"{name}(out=...) writes into an ndarray: in-place "
-                            "NumPy operations cannot record a derivative")
-        if dtype is not None and np.dtype(dtype).kind != "f":
-            raise TypeError(f"{name}(dtype={np.dtype(dtype).name}): an Array "
-                            "holds float64")
+        _no_out(name, out)
+        _float_only(name, dtype)
         a = _asarray(array)
         kwargs = dict(keepdims=keepdims, initial=initial,
                       where=_NO if where is True else where)
@@ -491,15 +503,11 @@ def _logaddexp_reduce(a, axis, keepdims=False, initial=_NO, where=_NO):
 
 
 def _ufunc_accumulate(ufunc, scan):
-    name = f"numpy.{ufunc.__name__}.accumulate"
+    name = f"{ufunc.__name__}.accumulate"
 
     def accumulate(array, axis=0, dtype=None, out=None):
-        if out is not None:
-            raise TypeError(f"{name}(out=...) writes into an ndarray: in-place "
-                            "NumPy operations cannot record a derivative")
-        if dtype is not None and np.dtype(dtype).kind != "f":
-            raise TypeError(f"{name}(dtype={np.dtype(dtype).name}): an Array "
-                            "holds float64")
+        _no_out(name, out)
+        _float_only(name, dtype)
         a = _asarray(array)
         ufunc.accumulate(a._d, axis=axis)          # NumPy's checks
         return scan(a, axis=axis)
@@ -532,3 +540,10 @@ NUMPY_FUNCTIONS = {
 # object array of traced elements (np.std([x, y]) of real NumPy) call it
 Array.conjugate = Array.conj = lambda self: self * 1.0
 Value.conjugate = lambda self: self * 1.0
+
+
+# ad.sort, ad.median ...: NumPy's functions (NumPy's results for plain
+# arguments, the recordings above for traced ones)
+PUBLIC = {name: _public(getattr(np, name)) for name in (
+    "ptp", "average", "median", "cumprod", "diff", "sort", "partition",
+    "nansum", "nanmean")}

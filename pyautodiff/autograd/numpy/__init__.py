@@ -47,3 +47,29 @@ def array(obj, *args, **kwargs):
 # np.r_[a, b] and np.c_[a, b] of traced pieces: one traced Array (NumPy's
 # own r_ and c_ are objects that no dispatch reaches)
 from ...numpy_shapes import r_, c_  # noqa: E402,F811
+
+
+# NumPy's reductions, scans and sorts of a list or tuple holding traced
+# values (np.std([x, x + 2]), np.mean((a, b), axis=0)): stacked into one
+# traced Array first, as autograd programs expect.  NumPy itself (which
+# does not dispatch on a list) reduces an object array of them element by
+# element, and makes a whole reduction's result a float; on plain inputs
+# these are NumPy's own functions.
+def _stacking_first(numpy_fn):
+    def fn(a, *args, **kwargs):
+        return numpy_fn(_stacked(a) if _traced(a) else a, *args, **kwargs)
+    fn.__name__ = fn.__qualname__ = numpy_fn.__name__
+    fn.__doc__ = numpy_fn.__doc__
+    return fn
+
+
+for _name in ("sum", "prod", "mean", "var", "std", "max", "min", "amax", "amin",
+              "ptp", "average", "median", "nansum", "nanmean", "cumsum",
+              "cumprod", "diff", "gradient", "sort", "partition"):
+    globals()[_name] = _stacking_first(getattr(_np, _name))
+
+
+def msort(a):
+    """a sorted along its first axis: NumPy's msort before NumPy 2 removed
+    it (autograd programs call it), np.sort(a, axis=0)."""
+    return sort(a, axis=0)
