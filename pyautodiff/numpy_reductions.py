@@ -186,7 +186,7 @@ def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=_NO, *, where=_NO,
 
 
 def _extremum(name):
-    method = name[:3]       # max, min (amax, amin)
+    method = name[-3:]      # max, min (of amax, amin too)
     pick = _array.maximum if method == "max" else _array.minimum
 
     def extremum(a, axis=None, out=None, keepdims=_NO, initial=_NO, where=_NO):
