@@ -21,6 +21,7 @@ R = np.random.default_rng(7)
 A34 = R.normal(size=(3, 4))
 A234 = R.normal(size=(2, 3, 4))
 V5 = R.normal(size=5)
+V14 = R.normal(size=14)
 M34 = R.normal(size=(3, 4)) > -0.4          # a where= mask: some False in each row
 M34[:, 0] = True
 W4 = np.array([0.5, 2.0, 1.0, 3.0])
@@ -64,6 +65,7 @@ def _gradient_matrix(m, *spacing, edge_order=1):
 G4 = _gradient_matrix(4)
 G4_COORDS_2 = _gradient_matrix(4, COORDS, edge_order=2)
 G3_2 = _gradient_matrix(3, 2.0, edge_order=2)
+G2 = _gradient_matrix(2)
 
 
 def _logsumexp(n, x, axis):
@@ -146,16 +148,21 @@ CASES = {
     "gradient_all": (lambda x: np.gradient(x[:3, :3] * x[:3, 1:], 2.0, edge_order=2),
                      lambda n, x: (n.dot(G3_2, x[:3, :3] * x[:3, 1:]),
                                    n.dot(x[:3, :3] * x[:3, 1:], G3_2.T)), A34),
+    "gradient_two": (lambda x: np.gradient(x[:, 1:3], axis=-1), lambda n, x: n.dot(x[:, 1:3], G2.T),
+                     A34),
     "gradient_coordinates": (lambda x: np.gradient(x, 1.0, COORDS, edge_order=2)[1],
                              lambda n, x: n.dot(x, G4_COORDS_2.T), A34),
     # sorts
     "sort_1d": (lambda x: np.sort(x), lambda n, x: n.sort(x), V5),
+    "sort_one": (lambda x: np.sort(x), lambda n, x: n.sort(x), V5[:1]),
     "sort_axis0": (lambda x: np.sort(x, axis=0, kind="stable"),
                    lambda n, x: _rows(n, n.sort, x, 0), A34),
     "sort_last": (lambda x: np.sort(x), lambda n, x: _rows(n, n.sort, x, 1), A34),
     "sort_none": (lambda x: np.sort(x, axis=None), lambda n, x: n.sort(n.ravel(x)), A34),
     "msort": (lambda x: adnp.msort(x), lambda n, x: _rows(n, n.sort, x, 0), A34),
     "partition_1d": (lambda x: np.partition(x, 1), lambda n, x: n.partition(x, 1), V5),
+    "partition_many": (lambda x: np.partition(x, [0, 3, 6]),
+                       lambda n, x: n.partition(x, [0, 3, 6]), V14),
     "partition_kths": (lambda x: np.partition(x, [0, -1], axis=0),
                        lambda n, x: _rows(n, lambda v: n.partition(v, [0, 2]), x, 0), A34),
     # NaN-ignoring
