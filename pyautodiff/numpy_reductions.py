@@ -17,7 +17,6 @@ no less than the one before it; for a partition, the elements before and
 after each kth against it; and where the NaNs are), which hold at a new
 input exactly while the recorded permutation still sorts it.
 """
-import warnings
 
 import numpy as np
 
@@ -166,10 +165,9 @@ def _variance(name, a, axis, dtype, out, ddof, keepdims, where, mean, correction
     _check(np.var, a, axis=axis, ddof=ddof, keepdims=keepdims, where=where)
     m = _masked_mean(a, where, axis, True)
     d = _masked(a - m, where, 0.0)
-    count = _count(a, where, axis, keepdims)
-    return (d * d).sum(axis=axis, keepdims=keepdims) / _array.maximum(count - ddof, 0.0) \
-        if isinstance(count, Array) else \
-        (d * d).sum(axis=axis, keepdims=keepdims) / np.maximum(count - ddof, 0.0)
+    count = _count(a, where, axis, keepdims) - ddof
+    dof = _array.maximum(count, 0.0) if isinstance(count, Array) else np.maximum(count, 0.0)
+    return (d * d).sum(axis=axis, keepdims=keepdims) / dof
 
 
 def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=_NO, *, where=_NO,
