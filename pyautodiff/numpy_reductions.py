@@ -53,13 +53,14 @@ def _axes(axis, ndim):
     return tuple(range(ndim)) if axis is None else normalize_axis_tuple(axis, ndim)
 
 
+def _at(axis, lo, hi):
+    """The index of [..., lo:hi, ...], the slice on axis."""
+    return (slice(None),) * axis + (slice(lo, hi),)
+
+
 def _along(a, axis, lo, hi):
-    """a[..., lo:hi, ...] with the slice on axis (a strided gather)."""
-    return a[(slice(None),) * axis + (slice(lo, hi),)]
-
-
-def _moved(a, axis, to):
-    return layout(a, lambda d: np.moveaxis(d, axis, to))
+    """a[..., lo:hi, ...] (of an Array: a strided gather)."""
+    return a[_at(axis, lo, hi)]
 
 
 # -- where= and initial= of NumPy's reductions ---------------------------------
@@ -270,10 +271,10 @@ def nanmean(a, axis=None, dtype=None, out=None, keepdims=_NO, *, where=_NO):
 
 def cumprod(a, axis=None, dtype=None, out=None):
     """NumPy's cumprod (of the flattened array for axis=None), exact where
-    elements are zero at every order: element k is the product of a row
-    holding elements 0..k and ones (prod's entry, whose rules take the
-    others' product, never a quotient).  n elements along axis take n*n
-    values (and the nested rules n*n per row)."""
+    elements are zero at every order: a scan by doubling, each of its
+    log2(n) steps multiplying every element by the one `shift` places
+    before it (by 1 for the first `shift`), only products, never a
+    quotient by an element."""
     _no_out("cumprod", out)
     _float_only("cumprod", dtype)
     a = _asarray(a)
@@ -283,12 +284,21 @@ def cumprod(a, axis=None, dtype=None, out=None):
     n = a.shape[axis]
     if a.size == 0:
         return _constant_result(np.cumprod(a._d, axis=axis))
-    upto = np.tril(np.ones((n, n), dtype=bool))      # upto[k, j]: j <= k
+    out, shift = a, 1
+    while shift < n:
+        out = out * _shifted(out, axis, shift)
+        shift *= 2
+    return out
 
-    def rows(codes):            # (..., k, j): element j of the row for k
-        return np.where(upto, np.moveaxis(codes, axis, -1)[..., None, :], 0)
-    products = _prod(layout(a, rows) + np.where(upto, 0.0, 1.0), -1, False)
-    return products if axis == a.ndim - 1 else _moved(products, -1, axis)
+
+def _shifted(a, axis, shift):
+    """a moved `shift` places along axis, 1 in the places left empty."""
+    def moved(codes):           # (code 0: made up, a zero of no gradient)
+        return np.concatenate([np.zeros_like(codes[_at(axis, None, shift)]),
+                               codes[_at(axis, None, -shift)]], axis)
+    ones = np.zeros(a.shape)
+    ones[_at(axis, None, shift)] = 1.0
+    return layout(a, moved) + ones
 
 
 def diff(a, n=1, axis=-1, prepend=_NO, append=_NO):
