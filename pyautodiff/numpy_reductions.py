@@ -544,6 +544,11 @@ NUMPY_FUNCTIONS = {
 }
 
 
+# the ndarray method a.cumprod(), and a.ptp() (NumPy 2's ndarray has none;
+# autograd's arrays have it)
+Array.cumprod = lambda self, axis=None, dtype=None, out=None: cumprod(self, axis, dtype, out)
+Array.ptp = lambda self, axis=None, out=None, keepdims=False: ptp(self, axis, out, keepdims)
+
 # a.conjugate() of real numbers is themselves: NumPy's reductions of an
 # object array of traced elements (np.std([x, y]) of real NumPy) call it
 Array.conjugate = Array.conj = lambda self: self * 1.0

@@ -342,6 +342,16 @@ def test_sort_gradient_follows_the_permutation():
     np.testing.assert_array_equal(g, [[0.0, 1.0, 0.0], [0.0, 0.0, 0.0]])
 
 
+def test_methods():
+    x = ad.Array(A34)
+    np.testing.assert_allclose(x.cumprod(axis=1).data, A34.cumprod(axis=1), rtol=1e-14)
+    np.testing.assert_array_equal(x.ptp(axis=0, keepdims=True).data,
+                                  np.ptp(A34, axis=0, keepdims=True))
+    g = ad.grad(lambda y: y.cumprod().sum() + y.ptp())(A34)
+    np.testing.assert_allclose(g, ag.grad(lambda y: agnp.sum(_cumprod_ref(agnp, agnp.ravel(
+        y)[None], 1)) + agnp.max(y) - agnp.min(y))(A34).reshape(3, 4), rtol=1e-12)
+
+
 def test_ad_names_and_plain_ndarrays_are_numpys():
     for name in ("sort", "median", "cumprod", "diff", "ptp", "average", "partition",
                  "nansum", "nanmean"):
