@@ -220,7 +220,7 @@ def ptp(a, axis=None, out=None, keepdims=_NO):
 def average(a, axis=None, weights=None, returned=False, *, keepdims=_NO):
     """NumPy's average: sum(a * w) / sum(w) over axis; traced weights are
     differentiated too.  returned=True gives (average, sum of weights)
-    as NumPy, the sum broadcast to the average's shape."""
+    as NumPy."""
     keepdims = _keep(keepdims)
     plain_w = None if weights is None else _plain(_asarray(weights))
     a = _asarray(a)
@@ -233,15 +233,12 @@ def average(a, axis=None, weights=None, returned=False, *, keepdims=_NO):
         axes = normalize_axis_tuple(axis, a.ndim)
         w = w.transpose(tuple(int(i) for i in np.argsort(axes))).reshape(
             tuple(n if d in axes else 1 for d, n in enumerate(a.shape)))
-    # (weights along axis: summed as broadcast, the average's shape)
+    # the weights summed as broadcast against a: in the average's shape, as
+    # NumPy's returned sum is
     scale = (w * np.ones(a.shape) if w.shape != a.shape else w).sum(
         axis=axis, keepdims=keepdims)
     avg = (a * w).sum(axis=axis, keepdims=keepdims) / scale
-    if not returned:
-        return avg
-    if scale.shape != avg.shape:
-        scale = layout(scale, lambda d: np.broadcast_to(d, avg.shape))
-    return avg, scale
+    return (avg, scale) if returned else avg
 
 
 def nansum(a, axis=None, dtype=None, out=None, keepdims=_NO, initial=_NO, where=_NO):
@@ -306,8 +303,8 @@ def diff(a, n=1, axis=-1, prepend=_NO, append=_NO):
     scalars broadcast) joined first."""
     a = _asarray(a)
     values = [_plain(_asarray(p)) if _given(p) else p for p in (prepend, append)]
-    expected = np.diff(a._d, n, axis, **{k: v for k, v in
-                                         zip(("prepend", "append"), values) if _given(v)})
+    np.diff(a._d, n, axis, **{k: v for k, v in zip(("prepend", "append"), values)
+                              if _given(v)})                   # NumPy's checks
     if n == 0:
         return a
     axis = normalize_axis_tuple(axis, a.ndim)[0]
@@ -325,11 +322,10 @@ def diff(a, n=1, axis=-1, prepend=_NO, append=_NO):
         a = _array.concatenate([p for p in (pieces[0], a, pieces[1]) if p is not None], axis)
     for _ in range(n):
         a = _along(a, axis, 1, None) - _along(a, axis, None, -1)
-    assert a.shape == expected.shape
     return a
 
 
-def _spacings(varargs, axes, shape):
+def _spacings(varargs, axes):
     """np.gradient's spacing per axis: a number, or the differences of the
     coordinates (one number where they are uniform), as NumPy takes them."""
     if not varargs:
@@ -394,10 +390,11 @@ def gradient(f, *varargs, axis=None, edge_order=1):
         raise TypeError("numpy.gradient: traced spacing (varargs) is not "
                         "differentiated; pass plain scalars or coordinate arrays")
     f = _asarray(f)
+    # NumPy's checks of the arguments, and its container for several axes
     expected = np.gradient(np.zeros(f.shape), *varargs, axis=axis, edge_order=edge_order)
     axes = _axes(axis, f.ndim)
     outs = [_gradient_along(f, ax, dx, edge_order)
-            for ax, dx in zip(axes, _spacings(varargs, axes, f.shape))]
+            for ax, dx in zip(axes, _spacings(varargs, axes))]
     return outs[0] if len(axes) == 1 else type(expected)(outs)
 
 
@@ -479,14 +476,16 @@ def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
     n = s.shape[-1]
     middle = _along(s, s.ndim - 1, (n - 1) // 2, n // 2 + 1).mean(axis=-1)
     last = _along(s, s.ndim - 1, n - 1, n).reshape(middle.shape)
-    if np.isnan(last._d).any():         # (inside ad.record, sort's guards
-        middle = _array.where(last != last, np.nan, middle)   # hold these)
+    if np.isnan(last._d).any():
+        # a NaN sorts last (inside ad.record, sort's guards keep the NaNs'
+        # places, so a replay needs this exactly where the recording did)
+        middle = _array.where(last != last, np.nan, middle)
     return middle.reshape(np.shape(expected))
 
 
 # -- ufunc methods: np.add.reduce(a), np.multiply.accumulate(a) ... --------------
 
-def _ufunc_reduce(ufunc, reducer, fill=None):
+def _ufunc_reduce(ufunc, reducer):
     """ufunc.reduce on an Array, as the reduction that computes it."""
     name = f"{ufunc.__name__}.reduce"
 
