@@ -4,7 +4,9 @@ pyautodiff's Arrays take part in NumPy's own dispatch (``__array_ufunc__``,
 ``__array_function__``), so this module is NumPy itself, plus what that
 dispatch cannot reach: ``np.array([x, y])`` of traced numbers builds a
 traced array (autograd programs write this often), and so do ``np.r_[a, b]``
-and ``np.c_[a, b]`` of traced pieces.  Called on plain
+and ``np.c_[a, b]`` of traced pieces, and the reductions of a list holding
+traced values (``np.std([x, x + 2])``); and ``msort``, which autograd has
+and NumPy 2 has not.  Called on plain
 inputs, every function here returns exactly what NumPy returns, so the
 module's own helpers keep private names: a public one would shadow NumPy's
 (an imported ``stack`` returns an Array even for ndarrays, and so would
