@@ -259,6 +259,15 @@ def sinc(x):
     return _select(np.sin(s) / s, _mask("NE", x, 0.0)) + _select(series, zero)
 
 
+# -- complex parts of real numbers ---------------------------------------------
+
+def _itself(x, *args, **kwargs):
+    """np.real, np.conjugate, np.real_if_close of a real traced value: the
+    value itself (its imaginary part, np.imag, is 0, and np.angle is
+    piecewise constant: numpy_interop answers those)."""
+    return x
+
+
 # -- NumPy's dispatch and ad.NAME ------------------------------------------------
 
 # ufunc: its recording on Values and Arrays (operands as numpy_interop
@@ -273,8 +282,10 @@ NUMPY_UFUNCS = {
     np.float_power: float_power, np.fmax: fmax, np.fmin: fmin,
     # of Values a Value, as np.add's (of Arrays the same entries as ad.maximum)
     np.maximum: _max2, np.minimum: _min2,
+    np.conjugate: _itself,
 }
-NUMPY_FUNCTIONS = {np.sinc: sinc, np.nan_to_num: nan_to_num, np.clip: clip}
+NUMPY_FUNCTIONS = {np.sinc: sinc, np.nan_to_num: nan_to_num, np.clip: clip,
+                   np.real: _itself, np.real_if_close: _itself}
 
 
 def _public(numpy_fn):
@@ -298,3 +309,10 @@ _EXPORTED = (
     "sign floor ceil round rint trunc").split()
 __all__ = list(_EXPORTED) + ["arctan2", "hypot", "logaddexp"]
 globals().update({name: _public(getattr(np, name)) for name in _EXPORTED})
+
+# the ndarray's (and float's) complex-part methods: a real number's
+for _cls in (Array, Value):
+    _cls.conjugate = _cls.conj = _itself
+    _cls.real = property(_itself)
+Array.imag = property(lambda self: _array._constant_result(np.zeros(self.shape)))
+Value.imag = property(lambda self: 0.0)

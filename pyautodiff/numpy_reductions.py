@@ -27,7 +27,6 @@ from .guards import decide, takes_guards
 from .numpy_elementwise import _public
 from .numpy_shapes import layout
 from .reductions import logsumexp, prod as _prod
-from .value import Value
 
 _NO = np._NoValue
 
@@ -547,11 +546,6 @@ NUMPY_FUNCTIONS = {
 # autograd's arrays have it)
 Array.cumprod = lambda self, axis=None, dtype=None, out=None: cumprod(self, axis, dtype, out)
 Array.ptp = lambda self, axis=None, out=None, keepdims=False: ptp(self, axis, out, keepdims)
-
-# a.conjugate() of real numbers is themselves: NumPy's reductions of an
-# object array of traced elements (np.std([x, y]) of real NumPy) call it
-Array.conjugate = Array.conj = lambda self: self * 1.0
-Value.conjugate = lambda self: self * 1.0
 
 
 # ad.sort, ad.median ...: NumPy's functions (NumPy's results for plain
