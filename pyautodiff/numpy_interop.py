@@ -8,6 +8,7 @@ import sys
 import numpy as np
 
 from . import array as _array, linalg, numpy_elementwise, numpy_shapes, products
+from . import numpy_reductions
 from . import scipy_special
 from .array import Array
 from .guards import decide as _decide, takes_guards
@@ -235,6 +236,8 @@ def _nondifferentiable(fn, args, kwargs):
 
 
 def apply_ufunc(ufunc, method, inputs, kwargs):
+    if (ufunc, method) in numpy_reductions.NUMPY_UFUNC_METHODS:     # np.add.reduce ...
+        return numpy_reductions.NUMPY_UFUNC_METHODS[ufunc, method](*inputs, **kwargs)
     if method != "__call__" or kwargs.get("out") is not None:
         if method == "__call__" and ufunc in _NO_DERIVATIVE_UFUNCS:
             return _nondifferentiable(ufunc, inputs, kwargs)    # into out=
@@ -304,6 +307,7 @@ _FUNCTIONS.update(numpy_shapes.NUMPY_FUNCTIONS)
 _FUNCTIONS.update(numpy_elementwise.NUMPY_FUNCTIONS)
 _FUNCTIONS.update(products.NUMPY_FUNCTIONS)
 _FUNCTIONS.update(linalg.NUMPY_FUNCTIONS)
+_FUNCTIONS.update(numpy_reductions.NUMPY_FUNCTIONS)
 
 
 def _decision(a, name, axis, kwargs):

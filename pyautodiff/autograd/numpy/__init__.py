@@ -6,7 +6,8 @@ dispatch cannot reach: ``np.array([x, y])`` of traced numbers builds a
 traced array (autograd programs write this often), and so do ``np.r_[a, b]``
 and ``np.c_[a, b]`` of traced pieces; every function and ufunc takes lists
 of traced numbers where NumPy takes lists of numbers (``np.mean([x, y])``,
-see _lists.py).  Called on plain
+see _lists.py); and ``msort``, which autograd has and NumPy 2 has not.
+Called on plain
 inputs, every function here returns exactly what NumPy returns, so the
 module's own helpers keep private names: a public one would shadow NumPy's
 (an imported ``stack`` returns an Array even for ndarrays, and so would
@@ -92,3 +93,30 @@ def make_diagonal(D, offset=0, axis1=0, axis2=1):
 # every NumPy function and ufunc here takes lists of traced numbers (_lists.py)
 _lift_namespace(globals(), [name for name in dir(_np) if not name.startswith("_")])
 where = _lifting(where)
+
+
+# NumPy's reductions, scans and sorts read their first argument as one
+# array, and their dispatchers do not look into a list: a list holding
+# traced Arrays there (np.std([x, x + 2]) of Arrays x) is stacked too, where
+# _lists leaves a sequence of arrays to NumPy's dispatch (concatenate's)
+def _one_array_first(lifted, numpy_fn):
+    def fn(a, *args, **kwargs):
+        if isinstance(a, (list, tuple)) and _holds_traced(a):
+            a = _stacked(a)
+        return lifted(a, *args, **kwargs)
+    fn.__name__ = fn.__qualname__ = numpy_fn.__name__
+    fn.__doc__ = numpy_fn.__doc__
+    fn.__wrapped__ = numpy_fn
+    return fn
+
+
+for _name in ("sum", "prod", "mean", "var", "std", "max", "min", "amax", "amin",
+              "ptp", "average", "median", "nansum", "nanmean", "cumsum",
+              "cumprod", "diff", "gradient", "sort", "partition"):
+    globals()[_name] = _one_array_first(globals()[_name], getattr(_np, _name))
+
+
+def msort(a):
+    """a sorted along its first axis: NumPy's msort before NumPy 2 removed
+    it (autograd programs call it), np.sort(a, axis=0)."""
+    return sort(a, axis=0)
