@@ -189,8 +189,8 @@ def _takes_intermediate_result(callback):
         return False
 
 
-def minimize(f, x0, method="L-BFGS-B", bounds=None, tol=None, options=None,
-             callback=None):
+def minimize(f, x0, method="L-BFGS-B", bounds=None, constraints=(), tol=None,
+             options=None, callback=None):
     """Minimize the scalar function f(x) from x0 (a float or an ndarray).
 
     scipy.optimize.minimize's signature without jac, hess and hessp, which
@@ -200,19 +200,36 @@ def minimize(f, x0, method="L-BFGS-B", bounds=None, tol=None, options=None,
     with x0's shape.  method='lbfgs' is a built-in L-BFGS that runs in C
     and needs no scipy (options maxiter, m, gtol, ftol, maxls; tol sets
     gtol).
+
+    constraints (scipy's: dicts {'type': 'eq' or 'ineq', 'fun': c, 'args':
+    ...}, NonlinearConstraint, LinearConstraint) go to method='ipopt'
+    (IPOPT with exact sparse Jacobians and Lagrangian Hessians, through
+    cyipopt) or scipy's 'trust-constr', 'SLSQP', 'COBYLA' and 'COBYQA',
+    with exact derivatives too; the result's multipliers are those of
+    grad f = sum_k J_k^T lambda_k + z (constrained.py).
     """
     space = _Space(x0)
-    if isinstance(method, str) and method.lower() == "lbfgs":
+    name = method.lower() if isinstance(method, str) else None
+    if name == "ipopt":
+        from .ipopt import minimize_ipopt
+        return minimize_ipopt(f, space, bounds, constraints, tol, options,
+                              callback)
+    if name == "lbfgs":
+        if constraints:
+            raise ValueError("minimize: method='lbfgs' takes no constraints; "
+                             "use method='ipopt', 'trust-constr' or 'SLSQP'")
         if bounds is not None:
             raise ValueError("minimize: method='lbfgs' takes no bounds; use "
                              "method='L-BFGS-B' for bounds")
         return _lbfgs(f, space, tol, options, callback)
-    return _scipy_minimize(f, space, method, bounds, tol, options, callback)
+    return _scipy_minimize(f, space, method, bounds, constraints, tol, options,
+                           callback)
 
 
 # -- scipy's methods ------------------------------------------------------------
 
-def _scipy_minimize(f, space, method, bounds, tol, options, callback):
+def _scipy_minimize(f, space, method, bounds, constraints, tol, options,
+                    callback):
     try:
         import scipy.optimize
     except ImportError as exc:
@@ -222,6 +239,11 @@ def _scipy_minimize(f, space, method, bounds, tol, options, callback):
             "install scipy); method='lbfgs' needs no scipy") from exc
     objective = _Recording(f, space)
     name = method.lower() if isinstance(method, str) else None
+    if constraints:
+        from .constrained_scipy import minimize_constrained
+        return minimize_constrained(f, space, name, method, bounds, constraints,
+                                    tol, options, callback, objective,
+                                    _scipy_callback(callback, space))
     if name in DERIVATIVE_FREE:
         kwargs = {"fun": objective.value}
     else:
