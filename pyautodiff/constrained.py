@@ -167,6 +167,17 @@ def _broadcast(v, n, none, what):
     return arr.copy()
 
 
+def check_objective(objective, space):
+    """f(x0) and its gradient finite (objective: f's minimize._Recording):
+    a solver started at a nan would only fail later, less clearly."""
+    f0, g0 = objective.value_and_grad(space.x0)
+    if not np.isfinite(f0):
+        raise ValueError(f"minimize: f(x0) is {f0}, not a finite number")
+    if not np.all(np.isfinite(g0)):
+        raise ValueError("minimize: the gradient of f at x0 has nan or inf "
+                         "components")
+
+
 # -- G and L, recorded ---------------------------------------------------------
 
 def as_vector(out, constraint):
@@ -235,10 +246,10 @@ class Problem:
         return concatenate(parts)
 
     def _lagrangian(self, x, sigma, lam=None):
-        from .products import dot
+        from .functions import sum as sum_
         value = sigma * self.f(x)
         if lam is not None:
-            value = value + dot(lam, self._g(x))
+            value = value + sum_(lam * self._g(x))
         return value
 
     def _constraint_bounds(self):

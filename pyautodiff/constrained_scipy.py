@@ -16,7 +16,8 @@ convention (grad f = sum_k J_k^T lambda_k + z).
 """
 import numpy as np
 
-from .constrained import Problem, parse_bounds, parse_constraints
+from .constrained import (Problem, check_objective, parse_bounds,
+                          parse_constraints)
 
 CONSTRAINED = {"trust-constr", "slsqp", "cobyla", "cobyqa"}
 
@@ -32,6 +33,7 @@ def minimize_constrained(f, space, name, method, bounds, constraints, tol,
                          "'trust-constr', 'SLSQP', 'COBYLA' and 'COBYQA'")
     n = space.x0.size
     lb, ub = parse_bounds(bounds, n)
+    check_objective(objective, space)
     problem = Problem(f, space, parse_constraints(constraints))
     G = _Cached(problem)
     kwargs = {}

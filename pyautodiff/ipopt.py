@@ -10,7 +10,8 @@ cyipopt's ``Problem`` class is used directly: it needs no scipy.
 """
 import numpy as np
 
-from .constrained import Problem, parse_bounds, parse_constraints
+from .constrained import (Problem, check_objective, parse_bounds,
+                          parse_constraints)
 from .minimize import OptimizeResult, _Recording
 
 # IPOPT's own options that this method sets unless options= says otherwise:
@@ -45,6 +46,7 @@ class _Callbacks:
         self.nit = 0
         self.stopped = False
         self.nlp = None
+        self.error = None
 
     def _value_and_grad(self, x):
         if self._at is None or not np.array_equal(self._at[0], x):
@@ -59,13 +61,19 @@ class _Callbacks:
         return self._value_and_grad(x)[1]
 
     def constraints(self, x):
+        if self.problem.m == 0:
+            return np.zeros(0)
         return self.problem.constraint_values(x)
 
     def jacobianstructure(self):
         p = self.problem.jac_pattern
+        if p is None:                   # no constraints
+            return np.zeros(0, np.int64), np.zeros(0, np.int64)
         return p.rows, p.cols
 
     def jacobian(self, x):
+        if self.problem.m == 0:
+            return np.zeros(0)
         return self.problem.jacobian_values(x)
 
     def hessianstructure(self):
@@ -90,6 +98,26 @@ class _Callbacks:
         return True
 
 
+def _kept(method):
+    """The callback with its exception kept, to be raised from minimize
+    after IPOPT returns: cyipopt does not pass every one on (an error in a
+    structure callback ends up as IPOPT's 'Invalid option encountered')."""
+    def kept(self, *args):
+        try:
+            return method(self, *args)
+        except Exception as exc:
+            if self.error is None:
+                self.error = exc
+            raise
+    kept.__name__ = method.__name__
+    return kept
+
+
+for _name in ("objective", "gradient", "constraints", "jacobianstructure",
+              "jacobian", "hessianstructure", "hessian", "intermediate"):
+    setattr(_Callbacks, _name, _kept(getattr(_Callbacks, _name)))
+
+
 def minimize_ipopt(f, space, bounds, constraints, tol, options, callback):
     cyipopt = _cyipopt()
     n = space.x0.size
@@ -98,12 +126,7 @@ def minimize_ipopt(f, space, bounds, constraints, tol, options, callback):
         lb, ub = np.full(n, -np.inf), np.full(n, np.inf)
     cons = parse_constraints(constraints)
     objective = _Recording(f, space)
-    f0, g0 = objective.value_and_grad(space.x0)
-    if not np.isfinite(f0):
-        raise ValueError(f"minimize: f(x0) is {f0}, not a finite number")
-    if not np.all(np.isfinite(g0)):
-        raise ValueError("minimize: the gradient of f at x0 has nan or inf "
-                         "components")
+    check_objective(objective, space)
     problem = Problem(f, space, cons)
     calls = _Callbacks(objective, problem, callback, space)
     nlp = cyipopt.Problem(n=n, m=problem.m, problem_obj=calls, lb=lb, ub=ub,
@@ -116,6 +139,8 @@ def minimize_ipopt(f, space, bounds, constraints, tol, options, callback):
             raise ValueError(f"minimize(method='ipopt'): IPOPT refuses the "
                              f"option {name}={value!r} ({exc})") from None
     x, info = nlp.solve(space.x0.copy())
+    if calls.error is not None:
+        raise calls.error
     status = int(info["status"])
     message = info["status_msg"]
     if isinstance(message, bytes):
