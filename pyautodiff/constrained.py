@@ -289,17 +289,15 @@ class Problem:
 
 
 class Derivatives:
-    """A function recorded at args (argnum=0), its sparse derivatives on
-    fixed patterns.  A replay where a guard flips records it again there;
-    the new recording's derivatives must fit the patterns found at the
-    start (Pattern.values checks).  Without the recording's sparse methods
-    (ad.record before sparse derivatives) the patterns are dense and the
-    values come from the dense jacobian and hessian: correct, for small n."""
+    """A function recorded at args (argnum=0), its sparse derivatives
+    (sparse.py: the patterns and colourings computed once per recording)
+    on patterns fixed at the start.  A replay where a guard flips records
+    it again there; the new recording's derivatives must fit the patterns
+    (Pattern.values checks)."""
 
     def __init__(self, fn, args):
         self.fn = fn
         self.rec = Recorded(fn, args, 0)
-        self.sparse = hasattr(self.rec, "sparse_jacobian")
 
     def _call(self, method, args):
         try:
@@ -312,38 +310,19 @@ class Derivatives:
         return self._call("__call__", args)
 
     def jacobian_pattern(self):
-        if self.sparse:
-            return Pattern(self.rec.jacobian_sparsity())
-        m = int(np.prod(np.shape(self.rec.trace.output_value())))
-        return Pattern(np.ones((m, self._n()), dtype=bool))
+        return Pattern(self.rec.jacobian_sparsity())
 
     def hessian_pattern(self, lower=False):
-        if self.sparse:
-            return Pattern(self.rec.hessian_sparsity(), lower)
-        n = self._n()
-        return Pattern(np.ones((n, n), dtype=bool), lower)
-
-    def _n(self):
-        return sum(int(np.prod(np.shape(node._d))) if hasattr(node, "_d") else 1
-                   for node in self.rec.trace.leaves[0])
+        return Pattern(self.rec.hessian_sparsity(), lower)
 
     def jacobian_values(self, pattern, *args):
-        if self.sparse:
-            return pattern.values(self._call("sparse_jacobian", args))
-        return pattern.values(np.reshape(self._call("jacobian", args),
-                                         pattern.shape))
+        return pattern.values(self._call("sparse_jacobian", args))
 
     def hessian_values(self, pattern, *args):
-        if self.sparse:
-            return pattern.values(self._call("sparse_hessian", args))
-        return pattern.values(np.reshape(self._call("hessian", args),
-                                         pattern.shape))
-
-    def jacobian_matrix(self, pattern, *args):
-        """The Jacobian as a scipy csr_array on the pattern."""
-        return pattern.matrix(self.jacobian_values(pattern, *args))
+        return pattern.values(self._call("sparse_hessian", args))
 
     def hessian_matrix(self, pattern, *args):
+        """The Hessian as a scipy csr_array on the pattern."""
         return pattern.matrix(self.hessian_values(pattern, *args))
 
 
@@ -353,15 +332,11 @@ class Pattern:
     the order in which a solver gets the values."""
 
     def __init__(self, pattern, lower=False):
-        if isinstance(pattern, np.ndarray):
-            rows, cols = np.nonzero(pattern)
-            self.indptr = self.indices = None
-        else:
-            pattern = pattern.tocsr()
-            pattern.sum_duplicates()        # (sorts the indices too)
-            self.indptr, self.indices = pattern.indptr, pattern.indices
-            coo = pattern.tocoo()
-            rows, cols = coo.row, coo.col
+        pattern = pattern.tocsr()
+        pattern.sum_duplicates()        # (sorts the indices too)
+        self.indptr, self.indices = pattern.indptr, pattern.indices
+        coo = pattern.tocoo()
+        rows, cols = coo.row, coo.col
         self.shape = tuple(pattern.shape)
         rows = np.asarray(rows, np.int64)
         cols = np.asarray(cols, np.int64)
@@ -374,11 +349,8 @@ class Pattern:
         self.nnz = rows.size
 
     def values(self, M):
-        """M's values on the pattern's entries (M dense or sparse)."""
-        if isinstance(M, np.ndarray):
-            return np.ascontiguousarray(M[self.rows, self.cols], np.float64)
-        if not (M.format == "csr" and self.indptr is not None
-                and np.array_equal(M.indptr, self.indptr)
+        """M's values (a scipy sparse matrix) on the pattern's entries."""
+        if not (M.format == "csr" and np.array_equal(M.indptr, self.indptr)
                 and np.array_equal(M.indices, self.indices)):
             return self._general(M)
         data = np.asarray(M.data, np.float64)
