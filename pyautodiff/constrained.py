@@ -202,7 +202,7 @@ class Problem:
     sparse derivatives' structures (found once, here) and the evaluations
     the solvers call, on flat float64 vectors."""
 
-    def __init__(self, f, space, constraints):
+    def __init__(self, f, space, constraints, hessian=True):
         self.f, self.space, self.constraints = f, space, constraints
         self.n = space.x0.size
         x0 = space.arg(space.x0)
@@ -222,11 +222,13 @@ class Problem:
         else:
             self.sizes, self.offsets, self.m = [], np.zeros(1, int), 0
             self.lb = self.ub = np.zeros(0)
-        lam0 = np.ones(self.m)
-        self.L = Derivatives(self._lagrangian, (x0, 1.0, lam0) if self.m
-                             else (x0, 1.0))
         self.jac_pattern = self.G.jacobian_pattern() if self.G else None
-        self.hess_pattern = self.L.hessian_pattern(lower=True)
+        # the Lagrangian, for the solvers that take its Hessian
+        self.L = self.hess_pattern = None
+        if hessian:
+            self.L = Derivatives(self._lagrangian, (x0, 1.0, np.ones(self.m))
+                                 if self.m else (x0, 1.0))
+            self.hess_pattern = self.L.hessian_pattern(lower=True)
 
     # the functions recorded
 
@@ -282,6 +284,10 @@ class Problem:
             args += (np.ascontiguousarray(lam, dtype=np.float64),)
         return self.L.hessian_values(self.hess_pattern, *args)
 
+    def hessian_matrix(self, flat, sigma, lam):
+        """The same as a scipy csr_array, both triangles."""
+        return self.hess_pattern.matrix(self.hessian_values(flat, sigma, lam))
+
     def split(self, v):
         """A vector of m as a list with one flat array per constraint."""
         return [np.array(v[lo:hi]) for lo, hi in
@@ -320,10 +326,6 @@ class Derivatives:
 
     def hessian_values(self, pattern, *args):
         return pattern.values(self._call("sparse_hessian", args))
-
-    def hessian_matrix(self, pattern, *args):
-        """The Hessian as a scipy csr_array on the pattern."""
-        return pattern.matrix(self.hessian_values(pattern, *args))
 
 
 class Pattern:

@@ -34,18 +34,16 @@ def minimize_constrained(f, space, name, method, bounds, constraints, tol,
     n = space.x0.size
     lb, ub = parse_bounds(bounds, n)
     check_objective(objective, space)
-    problem = Problem(f, space, parse_constraints(constraints))
+    problem = Problem(f, space, parse_constraints(constraints),
+                      hessian=name == "trust-constr")
     G = _Cached(problem)
     kwargs = {}
     if name == "trust-constr":
         zeros = np.zeros(problem.m)
-        kwargs["hess"] = lambda x: problem.L.hessian_matrix(
-            problem.hess_pattern, space.arg(x), 1.0, zeros)
+        kwargs["hess"] = lambda x: problem.hessian_matrix(x, 1.0, zeros)
         scipy_constraints = [so.NonlinearConstraint(
             G.values, problem.lb, problem.ub, jac=G.sparse_jacobian,
-            hess=lambda x, v: problem.L.hessian_matrix(
-                problem.hess_pattern, space.arg(x), 0.0,
-                np.ascontiguousarray(v, np.float64)))]
+            hess=lambda x, v: problem.hessian_matrix(x, 0.0, v))]
     else:
         scipy_constraints, rows = _dicts(problem, G, jacobians=name == "slsqp")
     if name in ("trust-constr", "slsqp"):

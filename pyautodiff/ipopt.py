@@ -12,7 +12,7 @@ import numpy as np
 
 from .constrained import (Problem, check_objective, parse_bounds,
                           parse_constraints)
-from .minimize import OptimizeResult, _Recording
+from .minimize import OptimizeResult, _Recording, _takes_intermediate_result
 
 # IPOPT's own options that this method sets unless options= says otherwise:
 # quiet (no banner, no iteration log) as scipy's methods are by default
@@ -78,6 +78,8 @@ class _Callbacks:
 
     def hessianstructure(self):
         p = self.problem.hess_pattern
+        if p is None:                   # hessian_approximation='limited-memory'
+            return np.zeros(0, np.int64), np.zeros(0, np.int64)
         return p.rows, p.cols
 
     def hessian(self, x, lagrange, obj_factor):
@@ -89,9 +91,13 @@ class _Callbacks:
         self.nit = int(iter_count)
         if self.callback is None:
             return True
-        x = self.nlp.get_current_iterate(scaled=False)["x"]
+        x = self.space.arg(self.nlp.get_current_iterate(scaled=False)["x"])
         try:
-            self.callback(self.space.arg(x))
+            if _takes_intermediate_result(self.callback):
+                self.callback(intermediate_result=OptimizeResult(
+                    x=x, fun=float(obj_value), nit=self.nit))
+            else:
+                self.callback(x)
         except StopIteration:
             self.stopped = True
             return False
@@ -127,12 +133,14 @@ def minimize_ipopt(f, space, bounds, constraints, tol, options, callback):
     cons = parse_constraints(constraints)
     objective = _Recording(f, space)
     check_objective(objective, space)
-    problem = Problem(f, space, cons)
+    opts = _options(tol, options)
+    exact = opts.get("hessian_approximation", "exact") != "limited-memory"
+    problem = Problem(f, space, cons, hessian=exact)
     calls = _Callbacks(objective, problem, callback, space)
     nlp = cyipopt.Problem(n=n, m=problem.m, problem_obj=calls, lb=lb, ub=ub,
                           cl=problem.lb, cu=problem.ub)
     calls.nlp = nlp
-    for name, value in _options(tol, options).items():
+    for name, value in opts.items():
         try:
             nlp.add_option(name, value)
         except (TypeError, ValueError) as exc:

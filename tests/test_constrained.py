@@ -242,6 +242,18 @@ def test_ipopt_options_tol_and_callback():
     res = ad.minimize(hs071_f, HS071_X0, method="ipopt", bounds=[(1, 5)] * 4,
                       constraints=HS071_CONSTRAINTS, options={"maxiter": 2})
     assert res.nit == 2 and res.status == -1
+    # scipy's other callback form, and IPOPT's quasi-Newton Hessian (no
+    # Lagrangian recorded): the same optimum
+    results = []
+
+    def collect(intermediate_result):
+        results.append(intermediate_result)
+    res = ad.minimize(hs071_f, HS071_X0, method="ipopt", bounds=[(1, 5)] * 4,
+                      constraints=HS071_CONSTRAINTS, callback=collect,
+                      options={"hessian_approximation": "limited-memory"})
+    assert res.success and abs(res.fun - HS071_F) < 1e-6
+    assert len(results) == res.nit + 1 and results[-1].nit == res.nit
+    assert abs(results[-1].fun - res.fun) < 1e-9
 
 
 @pytest.mark.parametrize("method", METHODS)
@@ -280,14 +292,15 @@ ERROR_METHODS = [pytest.param("ipopt", marks=needs_ipopt), "SLSQP", "trust-const
 def test_bad_constraints_are_clear_errors(method):
     def f(x):
         return np.sum(x ** 2)
-    calls = []
 
-    def growing(x):
-        calls.append(1)
-        return x[:len(calls)]
+    def shrinking(x):
+        # two values at x0, one past x0 = 0.5, where the optimum pulls x:
+        # the recording made there returns another shape
+        return x[:2] - 0.1 if x[0] > 0.5 else x[:1] - 0.1
     x0 = np.ones(3)
     with pytest.raises(ValueError, match="keep its shape"):
-        ad.minimize(f, x0, method=method, constraints={"type": "eq", "fun": growing})
+        ad.minimize(f, x0, method=method,
+                    constraints={"type": "ineq", "fun": shrinking})
     with pytest.raises(ValueError, match="type 'equal'"):
         ad.minimize(f, x0, method=method, constraints={"type": "equal", "fun": f})
     with pytest.raises(ValueError, match="constraint 1 .* not finite at x0"):
