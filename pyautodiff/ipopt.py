@@ -12,7 +12,7 @@ import numpy as np
 
 from .constrained import (Problem, check_objective, parse_bounds,
                           parse_constraints)
-from .minimize import OptimizeResult, _Recording, _takes_intermediate_result
+from .result import OptimizeResult, takes_intermediate_result
 
 # IPOPT's own options that this method sets unless options= says otherwise:
 # quiet (no banner, no iteration log) as scipy's methods are by default
@@ -93,7 +93,7 @@ class _Callbacks:
             return True
         x = self.space.arg(self.nlp.get_current_iterate(scaled=False)["x"])
         try:
-            if _takes_intermediate_result(self.callback):
+            if takes_intermediate_result(self.callback):
                 self.callback(intermediate_result=OptimizeResult(
                     x=x, fun=float(obj_value), nit=self.nit))
             else:
@@ -124,14 +124,15 @@ for _name in ("objective", "gradient", "constraints", "jacobianstructure",
     setattr(_Callbacks, _name, _kept(getattr(_Callbacks, _name)))
 
 
-def minimize_ipopt(f, space, bounds, constraints, tol, options, callback):
+def minimize_ipopt(f, space, objective, bounds, constraints, tol, options,
+                   callback):
+    """IPOPT on f (objective: its minimize._Recording) from space.x0."""
     cyipopt = _cyipopt()
     n = space.x0.size
     lb, ub = parse_bounds(bounds, n)
     if lb is None:
         lb, ub = np.full(n, -np.inf), np.full(n, np.inf)
     cons = parse_constraints(constraints)
-    objective = _Recording(f, space)
     check_objective(objective, space)
     opts = _options(tol, options)
     exact = opts.get("hessian_approximation", "exact") != "limited-memory"

@@ -14,7 +14,6 @@ A recording holds where f takes the decisions it took when recorded
 (record.py).  Where a guard flips, f is recorded again at that point and
 the optimization goes on, as ``@ad.function`` does.
 """
-import inspect
 import numbers
 
 import numpy as np
@@ -22,6 +21,8 @@ import numpy as np
 from . import _core
 from ._core import ffi, lib
 from .record import BranchError, Recorded
+from .result import OptimizeResult
+from .result import takes_intermediate_result as _takes_intermediate_result
 
 # methods that get more than the gradient, and those that use none
 HESSP_METHODS = {"newton-cg", "trust-ncg", "trust-krylov", "trust-constr"}
@@ -49,32 +50,6 @@ _STATUS = {lib.AD_LBFGS_GTOL: 0, lib.AD_LBFGS_FTOL: 0,
            lib.AD_LBFGS_MAXITER: 1, lib.AD_LBFGS_LINESEARCH: 2,
            lib.AD_LBFGS_NONFINITE: 3}
 STOPPED_BY_CALLBACK = 99        # scipy's status when a callback stops it
-
-
-class OptimizeResult(dict):
-    """The result of method='lbfgs', with scipy's field names, read as
-    attributes: x, fun, jac, nit, nfev, njev, status, success, message."""
-
-    def __getattr__(self, name):
-        try:
-            return self[name]
-        except KeyError:
-            raise AttributeError(name) from None
-
-    __setattr__ = dict.__setitem__
-
-    def __repr__(self):
-        width = max(map(len, self)) + 1
-        return "\n".join(f"{k:>{width}}: {_short(v)}" for k, v in self.items())
-
-    def __dir__(self):
-        return list(self)
-
-
-def _short(v):
-    if isinstance(v, np.ndarray):
-        return np.array2string(v, threshold=8, edgeitems=3)
-    return repr(v)
 
 
 class _Space:
@@ -180,15 +155,6 @@ class _Recording:
         return np.reshape(self._trace_at(flat).hessian(), (n, n))
 
 
-def _takes_intermediate_result(callback):
-    # scipy's rule: a callback whose one parameter has this name gets an
-    # OptimizeResult, any other gets x
-    try:
-        return set(inspect.signature(callback).parameters) == {"intermediate_result"}
-    except (TypeError, ValueError):
-        return False
-
-
 def minimize(f, x0, method="L-BFGS-B", bounds=None, constraints=(), tol=None,
              options=None, callback=None):
     """Minimize the scalar function f(x) from x0 (a float or an ndarray).
@@ -212,8 +178,9 @@ def minimize(f, x0, method="L-BFGS-B", bounds=None, constraints=(), tol=None,
     name = method.lower() if isinstance(method, str) else None
     if name == "ipopt":
         from .ipopt import minimize_ipopt
-        return minimize_ipopt(f, space, bounds, constraints, tol, options,
-                              callback)
+        objective = _Recording(f, space)
+        return minimize_ipopt(f, space, objective, bounds, constraints, tol,
+                              options, callback)
     if name == "lbfgs":
         if constraints:
             raise ValueError("minimize: method='lbfgs' takes no constraints; "
