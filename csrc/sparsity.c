@@ -92,7 +92,8 @@ static int vec_add(sp_vec *s, const int64_t *src, int64_t m)
             s->cap = cap;
         }
     }
-    memcpy(s->v + s->len, src, (size_t)m * sizeof *src);
+    for (int64_t k = 0; k < m; ++k)     /* a few: no memcpy call */
+        s->v[s->len + k] = src[k];
     s->len += m;
     return 1;
 }
@@ -114,7 +115,13 @@ typedef struct sp_ctx {
     const ad_extern_sparsity *specs;
     int64_t *count;         /* scratch of an entry's set building  */
     int64_t cur;            /* the entry an edge or pair belongs to */
+    /* of entry cur and its operands (side 0, 1), set before its edges run:
+     * the callbacks run per edge, and look nothing up                    */
+    uint8_t *need_cur, *need_op[2];
+    sp_sets *x_cur, *x_op[2];
     sp_vec *N;              /* Hessian: per input                  */
+    int64_t ncols;
+    uint8_t *seen;          /* ncols flags, for sets of many elements */
     int status;
 } sp_ctx;
 
@@ -419,7 +426,22 @@ static int for_each_pair(sp_ctx *s, pair_fn fn)
     return ad_fail(t, AD_EINVAL, i, "entry %lld: bad op %d", (long long)i, op);
 }
 
+/* Does for_each_pair name entry s->cur's own sets (side 2)? */
+static int own_pairs(const sp_ctx *s)
+{
+    const int op = s->t->op[s->cur];
+    const ad_extern_sparsity *x = extern_of(s);
+    return op == AD_LSE || (op == AD_EXTERN && !(x && (x->kind == AD_XSP_MATMUL
+                                                     || x->second == AD_XSP_LINEAR)));
+}
+
 /* -- pass 1: what the result depends on ------------------------------------ */
+
+static int fail_nomem(sp_ctx *s)
+{
+    return ad_fail(s->t, AD_ENOMEM, s->cur, "out of memory for the sparsity "
+                   "pattern at entry %lld", (long long)s->cur);
+}
 
 static uint8_t *need_of(sp_ctx *s, int64_t j)
 {
@@ -430,11 +452,33 @@ static uint8_t *need_of(sp_ctx *s, int64_t j)
 
 static void mark_edge(sp_ctx *s, int64_t ko, int side, int64_t ka)
 {
-    if (!s->need[s->cur][ko])
-        return;
-    uint8_t *n = need_of(s, operand(s, side));
-    if (n)
-        n[ka] = 1;
+    if (s->need_cur[ko])
+        s->need_op[side][ka] = 1;
+}
+
+/* The pointers mark_edge uses, for entry s->cur: its operands' need
+ * arrays made (a variable's; an edge only ever names a variable).      */
+static int prepare_marks(sp_ctx *s)
+{
+    s->need_cur = s->need[s->cur];
+    for (int side = 0; side < 2; ++side) {
+        const int64_t j = operand(s, side);
+        s->need_op[side] = is_variable(s->t, j) ? need_of(s, j) : 0;
+        if (is_variable(s->t, j) && !s->need_op[side])
+            return fail_nomem(s);
+    }
+    return AD_OK;
+}
+
+/* The same for the set passes. */
+static void prepare_sets(sp_ctx *s)
+{
+    s->need_cur = s->need[s->cur];
+    s->x_cur = &s->X[s->cur];
+    for (int side = 0; side < 2; ++side) {
+        const int64_t j = operand(s, side);
+        s->x_op[side] = j >= 0 ? &s->X[j] : 0;
+    }
 }
 
 /* -- pass 2: index sets ---------------------------------------------------- */
@@ -446,25 +490,95 @@ static int64_t set_len(const sp_sets *x, int64_t k)
 
 static void count_edge(sp_ctx *s, int64_t ko, int side, int64_t ka)
 {
-    if (s->need[s->cur][ko])
-        s->count[ko + 1] += set_len(&s->X[operand(s, side)], ka);
+    if (s->need_cur[ko])
+        s->count[ko + 1] += set_len(s->x_op[side], ka);
 }
 
 static void fill_edge(sp_ctx *s, int64_t ko, int side, int64_t ka)
 {
-    const sp_sets *x = &s->X[operand(s, side)];
-    if (!s->need[s->cur][ko] || !x->ptr)
+    const sp_sets *x = s->x_op[side];
+    if (!s->need_cur[ko] || !x->ptr)
         return;
-    int64_t *dst = s->X[s->cur].idx + s->count[ko];
+    int64_t *dst = s->x_cur->idx + s->count[ko];
+    const int64_t *src = x->idx + x->ptr[ka];
     const int64_t m = x->ptr[ka + 1] - x->ptr[ka];
-    memcpy(dst, x->idx + x->ptr[ka], (size_t)m * sizeof *dst);
+    for (int64_t k = 0; k < m; ++k)     /* a few: no memcpy call */
+        dst[k] = src[k];
     s->count[ko] += m;
 }
 
-static int fail_nomem(sp_ctx *s)
+/* v[0..m) sorted and unique, where m is large against the columns (a
+ * reduction's set): by flags over the columns, not a sort.  -1: out of
+ * memory.                                                               */
+static int64_t wide_unique(sp_ctx *s, int64_t *v, int64_t m)
 {
-    return ad_fail(s->t, AD_ENOMEM, s->cur, "out of memory for the sparsity "
-                   "pattern at entry %lld", (long long)s->cur);
+    if (!s->seen && !(s->seen = calloc((size_t)s->ncols + 1, 1)))
+        return -1;
+    for (int64_t k = 0; k < m; ++k)
+        s->seen[v[k]] = 1;
+    int64_t top = 0;
+    for (int64_t c = 0; c < s->ncols; ++c)
+        if (s->seen[c]) {
+            v[top++] = c;
+            s->seen[c] = 0;
+        }
+    return top;
+}
+
+/* An elementwise entry whose operands have its shape, element k on
+ * their elements k: its sets are theirs merged (they are sorted), with
+ * no counting pass and no sort -- most entries of array programs.
+ * Returns 0 (the general way then) for any other entry.                */
+static int elementwise_merge(sp_ctx *s, int *status)
+{
+    ad_tape *t = s->t;
+    const int64_t i = s->cur, size = entry_size(t, i);
+    const int op = t->op[i];
+    if (ad_ops[op].kind != AD_KIND_ELEMENTWISE)
+        return 0;
+    const int two = ad_ops[op].arity == 2;
+    const int ea = is_variable(t, t->a[i]) && partial_nonzero(op, P_DA);
+    const int eb = two && is_variable(t, t->b[i]) && partial_nonzero(op, P_DB);
+    ad_view o = ad_value_view(t, i), a = ad_value_view(t, t->a[i]);
+    ad_view b = two ? ad_value_view(t, t->b[i]) : a;
+    if (!ad_same_shape(&o, &a) || !ad_same_shape(&o, &b))
+        return 0;
+    const sp_sets *xa = ea && s->x_op[0]->ptr ? s->x_op[0] : 0;
+    const sp_sets *xb = eb && s->x_op[1]->ptr ? s->x_op[1] : 0;
+    const int64_t total = (xa ? xa->ptr[size] : 0) + (xb ? xb->ptr[size] : 0);
+    sp_sets *x = s->x_cur;
+    if (!(x->ptr = malloc((size_t)(size + 1) * sizeof *x->ptr)) ||
+        !(x->idx = malloc((size_t)(total ? total : 1) * sizeof *x->idx))) {
+        *status = fail_nomem(s);
+        return 1;
+    }
+    const uint8_t *need = s->need_cur;
+    int64_t top = 0;
+    for (int64_t k = 0; k < size; ++k) {
+        x->ptr[k] = top;
+        if (!need[k])
+            continue;
+        const int64_t *p = xa ? xa->idx + xa->ptr[k] : 0;
+        const int64_t *pe = xa ? xa->idx + xa->ptr[k + 1] : 0;
+        const int64_t *q = xb ? xb->idx + xb->ptr[k] : 0;
+        const int64_t *qe = xb ? xb->idx + xb->ptr[k + 1] : 0;
+        while (p < pe && q < qe) {
+            const int64_t v = *p < *q ? *p : *q;
+            p += *p == v;
+            q += *q == v;
+            x->idx[top++] = v;
+        }
+        while (p < pe)
+            x->idx[top++] = *p++;
+        while (q < qe)
+            x->idx[top++] = *q++;
+    }
+    x->ptr[size] = top;
+    int64_t *shrunk = realloc(x->idx, (size_t)(top ? top : 1) * sizeof *shrunk);
+    if (shrunk)
+        x->idx = shrunk;
+    *status = AD_OK;
+    return 1;
 }
 
 /* Entry s->cur's index sets from its operands' (by its edges). */
@@ -472,9 +586,13 @@ static int build_sets(sp_ctx *s)
 {
     const int64_t size = entry_size(s->t, s->cur);
     sp_sets *x = &s->X[s->cur];
+    int status;
+    prepare_sets(s);
+    if (elementwise_merge(s, &status))
+        return status;
     int64_t *cnt = s->count;
     memset(cnt, 0, (size_t)(size + 1) * sizeof *cnt);
-    int status = for_each_edge(s, count_edge);
+    status = for_each_edge(s, count_edge);
     if (status != AD_OK)
         return status;
     for (int64_t k = 0; k < size; ++k)
@@ -490,9 +608,18 @@ static int build_sets(sp_ctx *s)
     int64_t top = 0;
     for (int64_t k = 0; k < size; ++k) {
         const int64_t lo = x->ptr[k], m = x->ptr[k + 1] - lo;
+        int64_t *v = x->idx;
         x->ptr[k] = top;
-        memmove(x->idx + top, x->idx + lo, (size_t)m * sizeof *x->idx);
-        top += sort_unique(x->idx + top, m);
+        for (int64_t e = 0; e < m; ++e)     /* down: top <= lo */
+            v[top + e] = v[lo + e];
+        if (m > 64 && 16 * m > s->ncols) {
+            const int64_t u = wide_unique(s, v + top, m);
+            if (u < 0)
+                return fail_nomem(s);
+            top += u;
+        } else {
+            top += m > 1 ? sort_unique(v + top, m) : m;
+        }
     }
     x->ptr[size] = top;
     int64_t *shrunk = realloc(x->idx, (size_t)(top ? top : 1) * sizeof *shrunk);
@@ -544,6 +671,7 @@ static void ctx_free(sp_ctx *s, int64_t nin)
     free(s->need);
     free(s->xsp);
     free(s->count);
+    free(s->seen);
     if (s->N)
         for (int64_t k = 0; k < nin; ++k)
             free(s->N[k].v);
@@ -614,14 +742,14 @@ static int setup(sp_ctx *s, ad_tape *t, int64_t nin, const int64_t *in,
         x->ptr[size] = var ? size : 0;
         col += size;
     }
-    *ncols = col;
+    *ncols = s->ncols = col;
     return AD_OK;
 }
 
 /* Passes 1 to 3 over the entries below the outputs; the outputs' sets
- * (and, with N, the interactions) are what is left.  keep[j]: entry j's
- * sets are read at the end (never freed).                                */
-static int run(sp_ctx *s, int64_t nout, const int64_t *out)
+ * (keep_outputs: a Jacobian's rows) and, with N, the interactions are
+ * what is left.                                                          */
+static int run(sp_ctx *s, int64_t nout, const int64_t *out, int keep_outputs)
 {
     ad_tape *t = s->t;
     for (int64_t k = 0; k < nout; ++k) {
@@ -642,21 +770,24 @@ static int run(sp_ctx *s, int64_t nout, const int64_t *out)
         const int64_t i = s->cur;
         if (!s->need[i] || !is_variable(t, i) || t->op[i] == AD_LEAF)
             continue;
-        status = for_each_edge(s, mark_edge);
-        if (status == AD_OK && s->status != AD_OK)
-            status = fail_nomem(s);
+        status = prepare_marks(s);
+        if (status == AD_OK)
+            status = for_each_edge(s, mark_edge);
         if (t->a[i] >= 0 && last[t->a[i]] < 0)
             last[t->a[i]] = i;
         if (t->b[i] >= 0 && last[t->b[i]] < 0)
             last[t->b[i]] = i;
     }
-    for (int64_t k = 0; k < nout; ++k)
+    for (int64_t k = 0; k < nout && keep_outputs; ++k)
         last[out[k]] = s->n;            /* read at the end */
     for (s->cur = 0; s->cur < s->n && status == AD_OK; ++s->cur) {
         const int64_t i = s->cur;
         if (!s->need[i] || !is_variable(t, i) || t->op[i] == AD_LEAF)
             continue;
-        status = build_sets(s);
+        /* sets that nothing reads are not made (the Hessian's result, a
+         * sum of everything, where the interactions are all it adds) */
+        if (last[i] >= 0 || (s->N && own_pairs(s)))
+            status = build_sets(s);
         if (status == AD_OK && s->N) {
             status = for_each_pair(s, interact);
             if (status == AD_OK && s->status != AD_OK)
@@ -687,7 +818,7 @@ int ad_jacobian_sparsity(ad_tape *t, int64_t nin, const int64_t *in,
     *nnz = 0;
     int status = setup(&s, t, nin, in, nout, out, nxsp, xsp, &ncols);
     if (status == AD_OK)
-        status = run(&s, nout, out);
+        status = run(&s, nout, out, 1);
     int64_t rows = 0, total = 0;
     for (int64_t k = 0; k < nout && status == AD_OK; ++k) {
         rows += entry_size(t, out[k]);
@@ -741,7 +872,7 @@ int ad_hessian_sparsity(ad_tape *t, int64_t nin, const int64_t *in,
         status = fail_nomem(&s);
     }
     if (status == AD_OK)
-        status = run(&s, 1, &out);
+        status = run(&s, 1, &out, 0);
     int64_t total = 0;
     for (int64_t k = 0; k < ncols && status == AD_OK; ++k)
         total += (s.N[k].len = sort_unique(s.N[k].v, s.N[k].len));

@@ -207,26 +207,44 @@ def _csr(p, q, shape, data=None):
 def color_columns(p, q, nrows, ncols):
     """(colours, count): columns sharing a row differ (the fewer of the
     natural and the largest-first order's)."""
-    best = None
-    for order in _ORDERS:
-        color, n = np.empty(ncols, np.int64), ffi.new("int64_t *")
-        _check(lib.ad_color_columns(nrows, ncols, ffi.from_buffer("int64_t[]", p),
-                                    _buffer(q), order, _buffer(color), n),
-               "column colouring")
-        if best is None or n[0] < best[1]:
-            best = color, n[0]
-    return best
+    # no colouring has fewer colours than a row has nonzeros
+    return _fewest(lambda order, color, n: lib.ad_color_columns(
+        nrows, ncols, ffi.from_buffer("int64_t[]", p), _buffer(q), order,
+        _buffer(color), n), ncols, lambda: int(np.diff(p).max(initial=0)),
+        "column colouring")
 
 
 def color_star(p, q, n):
     """(colours, count): a star colouring of the symmetric pattern."""
+    return _fewest(lambda order, color, k: lib.ad_color_star(
+        n, ffi.from_buffer("int64_t[]", p), _buffer(q), order, _buffer(color), k),
+        n, lambda: _star_bound(p, q, n), "star colouring")
+
+
+def _star_bound(p, q, n):
+    """Fewest colours a star colouring can have: 1 without edges, 2 with,
+    3 where an edge b-c has another neighbour a of b and d of c (a path
+    a-b-c-d, which must not have two colours, or a triangle)."""
+    rows = np.repeat(np.arange(n, dtype=np.int64), np.diff(p))
+    off = rows != q
+    if not off.any():
+        return 1
+    degree = np.bincount(rows[off], minlength=n)
+    return 3 if ((degree[rows[off]] >= 2) & (degree[q[off]] >= 2)).any() else 2
+
+
+def _fewest(colour, n, bound, what):
+    """The fewer colours of the orders', the next order tried only while
+    the best so far is above bound() (a lower bound: nothing beats it;
+    asked after the first colouring, which checks the pattern)."""
     best = None
     for order in _ORDERS:
         color, k = np.empty(n, np.int64), ffi.new("int64_t *")
-        _check(lib.ad_color_star(n, ffi.from_buffer("int64_t[]", p), _buffer(q),
-                                 order, _buffer(color), k), "star colouring")
+        _check(colour(order, color, k), what)
         if best is None or k[0] < best[1]:
             best = color, k[0]
+        if best[1] <= bound():
+            break
     return best
 
 
@@ -307,24 +325,31 @@ class HessianPlan:
     def pattern(self):
         return _csr(self.ptr, self.idx, (self.n, self.n))
 
-    def evaluate(self, pb):
+    def evaluate(self, pb, hvp=None):
+        """The nonzeros at the trace's point; hvp(seeds) -> H s flat, where
+        given, instead of the trace's own sweeps (ops whose rules are of
+        first order: the product differentiates their vjp)."""
         pb.check_finite()
         tr, k = pb.tr, self.ncolors
         missing = sorted({rule.name for rule in tr.tape.externs.values()
                           if not (rule.bilinear or rule.linear)})
-        if missing and self.out is not None:
+        if missing and self.out is not None and hvp is None:
             raise NotImplementedError(
                 f"{self.name}: the op{'s' if len(missing) > 1 else ''} "
                 f"{', '.join(missing)} ha{'ve' if len(missing) > 1 else 's'} "
                 "first-order rules only; a Hessian-vector product through it "
-                "needs second-order rules (ad.hessian differentiates its vjp "
-                "instead)")
+                "in one sweep needs second-order rules (ad.sparse_hessian(f) "
+                "differentiates its vjp instead)")
         B = np.zeros((self.n, k))
         if self.out is not None:
             for c in range(k):
-                tr.tangent(pb.split((self.color == c).astype(np.float64)))
-                tr.tape.second_order([self.out], [1.0])
-                B[:, c] = pb.flat(DADJ)
+                seeds = pb.split((self.color == c).astype(np.float64))
+                if hvp is None:
+                    tr.tangent(seeds)
+                    tr.tape.second_order([self.out], [1.0])
+                    B[:, c] = pb.flat(DADJ)
+                else:
+                    B[:, c] = hvp(seeds)
         data = np.empty(len(self.idx))
         _check(lib.ad_recover_hessian(
             self.n, ffi.from_buffer("int64_t[]", self.ptr), _buffer(self.idx),
@@ -373,8 +398,29 @@ def sparse_jacobian(f, argnum=0):
 def sparse_hessian(f, argnum=0):
     """g(*args) -> hessian(f)(*args) as a 2-D scipy csr_array, from one
     Hessian-vector product per colour of a star colouring."""
+    def nested(*args, **kwargs):
+        # ops with first-order rules only: the pattern and colouring from
+        # a trace, each product H s from ad.hvp, which differentiates
+        # their vjps
+        from .functional import hvp
+        tr = Trace(f, args, kwargs, argnum, "sparse_hessian")
+        try:
+            pb = _Problem(tr, "sparse_hessian")
+            plan = HessianPlan(pb)
+            product = hvp(f, argnum)
+
+            def column(seeds):
+                kinds = [float(v) if kind == "float" else v
+                         for v, kind in zip(seeds, pb.kinds)]
+                vector = kinds[0] if isinstance(argnum, int) else tuple(kinds)
+                parts = product(*args, vector, **kwargs)
+                parts = [parts] if isinstance(argnum, int) else list(parts)
+                return np.concatenate([np.reshape(p, -1) for p in parts])
+            return plan.evaluate(pb, column)
+        finally:
+            tr.release()
     return _transform(f, argnum, "sparse_hessian",
-                      _functional("hessian", "sparse_hessian", True))
+                      _functional("hessian", "sparse_hessian", True), nested=nested)
 
 
 # -- recordings: the plan made once -----------------------------------------------------

@@ -301,9 +301,16 @@ def test_nan_and_shape_errors():
 
 
 def test_first_order_custom_op_in_a_hessian():
+    # ad.sparse_hessian takes each product from ad.hvp, which differentiates
+    # the op's vjp; a recording's one-sweep products cannot, and say so
     op = _cumsum_op()
+    f = lambda x: ad.sum(op(x[:2]) ** 2) + ad.sum(ad.sin(x[2:]))   # noqa: E731
+    x = np.array([0.5, -1.0, 2.0, 1.5])
+    H = ad.sparse_hessian(f)(x)
+    _close(H.toarray(), ad.hessian(f)(x))
+    np.testing.assert_array_equal(H.toarray() != 0, ad.hessian_sparsity(f)(x).toarray())
     with pytest.raises(NotImplementedError, match="second-order"):
-        ad.sparse_hessian(lambda x: ad.sum(op(x) ** 2))(np.ones(3))
+        ad.record(f, x).sparse_hessian(x)
 
 
 def test_branch_error_on_flipped_guard():
@@ -331,3 +338,40 @@ def test_import_without_scipy():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout
     assert "pip install pyautodiff[scipy]" in out
+
+
+def _symmetric(n, edges, diagonal=()):
+    A = np.zeros((n, n), bool)
+    for a, b in edges:
+        A[a, b] = A[b, a] = True
+    for a in diagonal:
+        A[a, a] = True
+    P = scipy_sparse.csr_array(A)
+    return P.indptr.astype(np.int64), P.indices.astype(np.int64)
+
+
+@pytest.mark.parametrize("edges, bound", [
+    ([], 1), ([(0, 1)], 2), ([(0, 1), (0, 2), (0, 3)], 2),   # a star: 2 colours
+    ([(0, 1), (1, 2), (2, 3)], 3), ([(0, 1), (1, 2), (0, 2)], 3)])
+def test_star_colouring_lower_bound(edges, bound):
+    p, q = _symmetric(4, edges, diagonal=(0, 3))
+    assert sparse._star_bound(p, q, 4) == bound
+    color, k = sparse.color_star(p, q, 4)
+    assert k == bound          # greedy reaches it on these small graphs
+    check_star_colouring(scipy_sparse.csr_array((np.ones(len(q)), q, p), shape=(4, 4)),
+                         color)
+
+
+def test_library_externs_dense_default():
+    # cumsum and prod are extern entries without a pattern: each output on
+    # every operand element; cumsum is linear (no interactions), prod not
+    x = np.array([0.5, -1.0, 2.0, 1.5])
+    assert ad.hessian_sparsity(lambda x: ad.sum(np.cumsum(x)))(x).nnz == 0
+    f = lambda x: ad.sum(np.cumsum(x[:2]) ** 2) + np.prod(x[2:]) * 3.0   # noqa: E731
+    P = ad.hessian_sparsity(f)(x).toarray()
+    np.testing.assert_array_equal(P, [[1, 1, 0, 0], [1, 1, 0, 0], [0, 0, 1, 1], [0, 0, 1, 1]])
+    _close(ad.sparse_hessian(f)(x).toarray(), ad.hessian(f)(x))
+    g = lambda x: np.cumsum(x[1:]) * x[0]   # noqa: E731
+    # conservative: every cumsum output on every element of x[1:]
+    assert ad.jacobian_sparsity(g)(x).toarray().all()
+    _close(ad.sparse_jacobian(g)(x).toarray(), ad.jacobian(g)(x))
