@@ -68,8 +68,8 @@ def _ad_run(f, x0, kwargs):
     import pyautodiff.ipopt as ipopt_module
     built, Problem = [], ipopt_module.Problem
 
-    def timed(*args):
-        problem = Problem(*args)
+    def timed(*args, **kwargs):
+        problem = Problem(*args, **kwargs)
         built.append(time.perf_counter())
         return problem
     ipopt_module.Problem = timed
