@@ -245,7 +245,8 @@ class Problem:
                                  f"it returned {c.size} before: a constraint's "
                                  "output must keep its shape")
             parts.append(v)
-        return concatenate(parts)
+        # (one constraint: no copy of its values onto the tape)
+        return parts[0] if len(parts) == 1 else concatenate(parts)
 
     def _lagrangian(self, x, sigma, lam=None):
         from .functions import sum as sum_

@@ -69,11 +69,17 @@ class _Callbacks:
         p = self.problem.jac_pattern
         if p is None:                   # no constraints
             return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        if p.nnz == 0:
+            # constraints that depend on no x: IPOPT takes no Jacobian
+            # without an entry, so it gets one that stays 0
+            return np.zeros(1, np.int64), np.zeros(1, np.int64)
         return p.rows, p.cols
 
     def jacobian(self, x):
         if self.problem.m == 0:
             return np.zeros(0)
+        if self.problem.jac_pattern.nnz == 0:
+            return np.zeros(1)
         return self.problem.jacobian_values(x)
 
     def hessianstructure(self):

@@ -257,6 +257,17 @@ def test_ipopt_options_tol_and_callback():
 
 
 @pytest.mark.parametrize("method", METHODS)
+def test_a_constraint_that_depends_on_no_x(method):
+    # 1 >= 0 always holds: the minimum of |x|^2 is at 0 (its multiplier
+    # multiplies a zero Jacobian: any value satisfies the KKT conditions)
+    res = ad.minimize(lambda x: np.sum(x ** 2), np.ones(2), method=method,
+                      constraints={"type": "ineq", "fun": lambda x: 1.0})
+    assert res.success, res.message
+    np.testing.assert_allclose(res.x, 0, atol=10 * xtol(method))
+    assert res.multipliers[0].shape == (1,)
+
+
+@pytest.mark.parametrize("method", METHODS)
 def test_a_constraint_whose_guard_flips_is_recorded_again(method):
     # a branch: at x0 = -0.5 the recording takes the else side; the
     # optimum (1, 1) of (x0 - 2)^2 + (x1 - 1)^2 with x0^2 <= 1 is on the
