@@ -17,8 +17,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 SOURCES = ["tape.c", "opinfo.c", "blocks.c", "blockcache.c", "forward.c",
            "reverse.c", "tangent.c", "second.c", "optim.c", "lbfgs.c",
-           "replay.c"]
-HEADERS = ["opcodes.h", "ad.h", "optim.h", "lbfgs.h"]
+           "replay.c", "sparsity.c"]
+HEADERS = ["opcodes.h", "ad.h", "optim.h", "lbfgs.h", "sparsity.h"]
 
 
 def package_version():
@@ -91,6 +91,7 @@ ffibuilder.cdef(cdef_text() + PYTHON_CALLBACKS)
 ffibuilder.set_source(
     "pyautodiff._ad_core",
     '#include "ad.h"\n#include "optim.h"\n#include "lbfgs.h"\n'
+    '#include "sparsity.h"\n'
     'const char *ad_version(void) { return "%s"; }\n' % package_version()
     + KEEP_GIL_PREAMBLE,
     sources=[os.path.relpath(os.path.join(HERE, s), ROOT) for s in SOURCES],

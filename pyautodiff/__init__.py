@@ -30,6 +30,8 @@ from .viz import draw_dot
 from .functional import grad, hessian, hvp, jacobian, jvp, value_and_grad, vjp
 from .testing import check_grad
 from .record import BranchError, Recorded, function, load, record
+from .sparse import (hessian_sparsity, jacobian_sparsity, sparse_hessian,
+                     sparse_jacobian)
 from .minimize import minimize
 from . import nn, optim
 
@@ -41,6 +43,8 @@ __all__ = [
     "check_grad",
     # record once, replay many
     "record", "function", "load", "Recorded", "BranchError",
+    # sparse derivatives (scipy.sparse results)
+    "jacobian_sparsity", "hessian_sparsity", "sparse_jacobian", "sparse_hessian",
     # minimization, with scipy or in C
     "minimize",
     # elementwise math, for Values, Arrays and plain numbers/ndarrays

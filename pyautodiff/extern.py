@@ -36,10 +36,11 @@ class ExternRule:
     the block itself) instead of making a new array to be copied in."""
 
     __slots__ = ("forward", "vjp", "name", "takes_needs", "jvp", "bilinear",
-                 "pure", "linear", "nested")
+                 "pure", "linear", "nested", "sparsity")
 
     def __init__(self, forward, vjp, name, takes_needs=False, jvp=None,
-                 bilinear=False, pure=False, linear=False, nested=None):
+                 bilinear=False, pure=False, linear=False, nested=None,
+                 sparsity=None):
         self.forward = forward
         self.vjp = vjp
         self.name = name
@@ -56,6 +57,11 @@ class ExternRule:
         # work on plain numbers only, and a nested derivative through it
         # raises.
         self.nested = nested
+        # sparsity(out_shape, *operand_shapes) -> one boolean matrix per
+        # operand, (output size, operand size): which output elements
+        # depend on which operand elements (sparse.py).  None: every
+        # output element on every operand element.
+        self.sparsity = sparsity
 
     def cotangents(self, g, out, inputs, needs, into=None):
         if into is not None:        # a pure rule
@@ -274,7 +280,7 @@ def record_extern(rule, operands, value):
     return out
 
 
-def custom_op(forward, vjp, jvp=None):
+def custom_op(forward, vjp, jvp=None, sparsity=None):
     """An op with derivative rules of its own.
 
     ``forward(*inputs) -> output`` on plain floats/ndarrays;
@@ -288,7 +294,12 @@ def custom_op(forward, vjp, jvp=None):
     What the rules return is checked where it enters the tape: an output,
     cotangent or tangent that is not real numbers, or not of its input's
     (output's) shape, raises an error naming the op and the rule (a None
-    or a complex number must not become a zero or a NaN gradient)."""
+    or a complex number must not become a zero or a NaN gradient).
+
+    ``sparsity(out_shape, *input_shapes) -> one boolean matrix per input``
+    (output size x input size), if given, is the op's Jacobian pattern for
+    ad.jacobian_sparsity and the sparse derivatives; without it every
+    output element is taken to depend on every input element."""
     Array = _array.Array
 
     name = getattr(forward, "__name__", "custom_op")
@@ -347,10 +358,15 @@ def custom_op(forward, vjp, jvp=None):
                 t = jvp(ts, out, *args_at(ops))
             return _nested_result(t, out, True, moving, name, "jvp's tangent")
 
+        def pattern(out_shape, *shapes):    # the traced inputs' patterns
+            parts = sparsity(out_shape, *[np.shape(x) for x in plain])
+            return [parts[k] for k in traced]
+
         return record_extern(ExternRule(fwd, back, name, takes_needs=True,
                                         jvp=tangent if jvp else None,
                                         nested=(nested_back,
-                                                nested_tangent if jvp else None)),
+                                                nested_tangent if jvp else None),
+                                        sparsity=pattern if sparsity else None),
                              [inputs[k] for k in traced], value)
 
     op.__name__ = name

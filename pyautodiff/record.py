@@ -26,7 +26,7 @@ import io
 
 import numpy as np
 
-from . import _core, tapefile
+from . import _core, sparse, tapefile
 from ._core import ffi, lib
 from .pytree import flatten
 from .tape import state
@@ -216,6 +216,31 @@ class Recorded:
         """F.jvp(*args, v) -> (F(*args), J v)."""
         self._replay(args[:-1])
         return self.trace.jvp(args[-1])
+
+    # -- sparse derivatives (sparse.py): pattern and colouring made once -----
+
+    @_one_at_a_time
+    def jacobian_sparsity(self):
+        """The Jacobian's structural pattern (a scipy csr_array of bools)."""
+        return sparse.recorded_pattern(self, "jacobian", "jacobian_sparsity")
+
+    @_one_at_a_time
+    def hessian_sparsity(self):
+        """The Hessian's structural pattern (symmetric csr_array of bools)."""
+        return sparse.recorded_pattern(self, "hessian", "hessian_sparsity")
+
+    @_one_at_a_time
+    def sparse_jacobian(self, *args):
+        """The Jacobian at args as a 2-D csr_array: one sweep per colour."""
+        self._replay(args)
+        return sparse.recorded_evaluate(self, "jacobian", "sparse_jacobian", args)
+
+    @_one_at_a_time
+    def sparse_hessian(self, *args):
+        """The Hessian at args as a csr_array: one Hessian-vector product
+        per colour of a star colouring."""
+        self._replay(args)
+        return sparse.recorded_evaluate(self, "hessian", "sparse_hessian", args)
 
     # -- inspection and files -------------------------------------------------
 
