@@ -274,6 +274,28 @@ def record_extern(rule, operands, value):
     return out
 
 
+def record_computed(rule, operands, imm, shape):
+    """Record an extern entry that the C sweeps compute themselves, of two
+    Arrays (or constants) and of this shape: imm names its kernel (ad.h's
+    AD_EXTERN_MATMUL, csrc/matmul.c), which computes its values here and
+    in every sweep with no call back into Python.  The rule stays the
+    entry's for what runs in Python: nested derivatives, saving."""
+    t = recording_tape()
+    route_callbacks(t)
+    # both operands recorded before either index is read (see _operands)
+    x, y = [_array._node(v, t)[0] for v in operands]
+    if len(t.nodes) != t.nflushed:
+        t.flush()
+    i = len(t.nodes)
+    t.externs[i] = rule             # first, as in record_extern
+    try:
+        return _array._new(t, OPS["EXTERN"], x._i, y._i, imm, shape)
+    except BaseException:
+        if len(t.nodes) <= i:
+            t.externs.pop(i, None)
+        raise
+
+
 def custom_op(forward, vjp, jvp=None):
     """An op with derivative rules of its own.
 
