@@ -319,7 +319,7 @@ def record_computed(rule, operands, imm, shape):
     i = len(t.nodes)
     t.externs[i] = rule             # first, as in record_extern
     try:
-        return _array._new(t, OPS["EXTERN"], x._i, y._i, imm, shape)
+        return _array._result(t, OPS["EXTERN"], x._i, y._i, imm, tuple(shape))
     except BaseException:
         if len(t.nodes) <= i:
             t.externs.pop(i, None)
