@@ -1,13 +1,13 @@
 """Matrix products: NumPy (BLAS) in both directions, recorded as one extern
 entry (extern.py): the product, its vjp, the ExternRule a saved tape names,
-ad.matmul and Array's @."""
+ad.matmul and Array's @.  A small product of two matrices is the same
+entry computed by the C sweeps themselves (csrc/matmul.c)."""
 import numpy as np
 
 from . import buffers
-from ._core import OPS
+from ._core import OPS, lib
 from .array import Array, _constant, _detached, _plain, _result
 from .broadcasting import unbroadcast
-from ._core import lib
 from .extern import ExternRule, record_computed, record_extern, route_callbacks
 from .tape import NO_GRAD, recording_tape, state
 from .value import Value
@@ -165,7 +165,8 @@ def matmul(a, b):
         if out is not None:
             return out
     pa, pb = _plain(a), _plain(b)
-    if recording_tape() is not NO_GRAD:
+    # (two plain operands keep NumPy's product: of two bool arrays, a bool)
+    if recording_tape() is not NO_GRAD and (pa is not a or pb is not b):
         shape = _native_shape(pa, pb)
         if shape is not None:
             return record_computed(matmul_rule(), (a, b), _NATIVE, shape)

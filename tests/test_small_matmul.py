@@ -246,3 +246,18 @@ def test_c_refuses_a_product_entry_of_the_wrong_shapes():
             with pytest.raises(ValueError, match="matmul in C"):
                 _append(t, object.__new__(Array), _core.OPS["EXTERN"], a._i, b._i,
                         NATIVE, np.zeros(shape))
+
+
+def test_plain_operands_keep_numpys_product():
+    """An int or bool ndarray with an Array is a float product, computed in
+    C; two plain bool arrays keep NumPy's own (logical) product."""
+    ints = np.array([[1, 2], [3, 4]])
+    flags = np.array([[True, True], [False, True]])
+    with ad.Tape():
+        y = ad.Array(np.array([[0.5, 1.0], [2.0, -1.0]]))
+        mixed = ints @ y
+        assert imm_of(mixed) == NATIVE
+        np.testing.assert_array_equal(mixed.data, ints @ y.data)
+        both = ad.matmul(flags, flags)
+        assert imm_of(both) == 0.0
+        np.testing.assert_array_equal(both.data, (flags @ flags).astype(float))
