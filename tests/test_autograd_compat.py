@@ -328,12 +328,16 @@ programs = st.lists(st.tuples(st.sampled_from(sorted(STEPS)), st.integers(0, 50)
 
 def run_program(np, prog, x, gaps=None):
     """The program's scalar output; gaps, if given, collects how far each
-    maximum is from a tie (where the two packages may split differently)."""
+    maximum is from a tie (where the two packages may split differently),
+    and each power's exponent from 0 (where autograd's second derivative
+    of a ** b is off: central differences side with pyautodiff's)."""
     nodes = [x, np.sin(x)]
     for name, i, j in prog:
         a, b = nodes[i % len(nodes)], nodes[j % len(nodes)]
         if gaps is not None and name == "max":
             gaps.append(onp.min(onp.abs(a - 0.25 * b)))
+        if gaps is not None and name == "pow":
+            gaps.append(onp.min(onp.abs(onp.tanh(b))))
         nodes.append(STEPS[name](np, a, b))
     return np.sum(nodes[-1] * onp.array([1.0, -0.5, 0.25])) + 0.1 * np.sum(nodes[-1] ** 2)
 
@@ -541,3 +545,19 @@ def test_operators_check_fun_and_argnum_at_once(operator):
     for argnum in ("0", 1.0, True, (0, "1")):
         with pytest.raises(TypeError, match="argnum must be an int or a tuple of ints"):
             make(lambda x, y: x * y, argnum)
+
+
+def test_second_derivative_of_a_power_at_a_zero_exponent():
+    """d2/dx2 (1 + (x + cos x)^2) ** tanh(x) at 0, where autograd's is off:
+    against central differences of the first derivative and the series."""
+    def f(x):
+        a = x + onp.cos(x)
+        return (1.0 + a ** 2) ** onp.tanh(x)
+
+    got = ad.grad(ad.grad(f))(0.0)
+    h = 1e-4
+    central = (ad.grad(f)(h) - ad.grad(f)(-h)) / (2 * h)
+    assert abs(got - central) < 1e-7
+    # by hand: f = exp(t ln b), t = tanh x, b = 1 + (x + cos x)^2; at 0,
+    # t = 0, t' = 1, t'' = 0, b = 2, b' = 2, so f'' = (ln 2)^2 + 2 b'/b
+    assert got == pytest.approx(onp.log(2.0) ** 2 + 2.0, rel=1e-12)
