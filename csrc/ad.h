@@ -63,6 +63,14 @@ enum ad_status {
     AD_ECALLBACK    /* an extern op's Python rule raised (re-raised in Python) */
 };
 
+/* An AD_EXTERN entry with this imm is a product of two matrices, which
+ * the sweeps compute in C (matmul.c) rather than by calling back into
+ * Python; the recording makes one where the product takes at most
+ * AD_MATMUL_NATIVE_MAX multiply-adds (pyautodiff/matmul.py).  Every other
+ * extern entry has imm 0.                                               */
+#define AD_EXTERN_MATMUL 1
+#define AD_MATMUL_NATIVE_MAX 4096
+
 /* Rules of AD_EXTERN entries, supplied by the Python side: called with the
  * tape's extern_ctx and the entry's index; nonzero return stops the sweep. */
 typedef int (*ad_extern_fn)(void *ctx, int64_t entry);

@@ -453,6 +453,8 @@ static int append(ad_tape *t, int op, int64_t a, int64_t b, double imm,
     int status = check_entry(t, op, a, b, ndim, shape, &size);
     if (status == AD_OK && !form)
         status = check_shapes(t, op, a, b, ndim, shape);
+    if (status == AD_OK && op == AD_EXTERN && imm == AD_EXTERN_MATMUL)
+        status = ad_matmul_check(t, a, b, ndim, shape);
     if (status != AD_OK)
         return status;
     status = ad_tape_reserve(t, i + 1);
@@ -491,7 +493,7 @@ static int append(ad_tape *t, int op, int64_t a, int64_t b, double imm,
     t->variable[i] = t->flags[i];
     AD_COUNT_STORE(t->nblk, t->nblk + 1);
     AD_COUNT_STORE(t->n, i + 1);
-    if (op == AD_EXTERN)
+    if (op == AD_EXTERN && imm != AD_EXTERN_MATMUL)
         return AD_OK;       /* Python computed its values when recording it */
     return ad_forward_entry(t, i, 0);
 }

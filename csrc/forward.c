@@ -249,7 +249,9 @@ AD_HOT_INLINE int forward_step(ad_tape *t, int64_t i, const int array)
     case AD_GATHER:  ARRAY(forward_gather) v[i] = x; break;
     case AD_SCATTER: ARRAY(forward_scatter) v[i] = x; break;
     case AD_EXTERN:
-        status = ad_call_extern(t, t->extern_forward, i, "forward");
+        status = array && ad_native_matmul(t, i)
+                     ? ad_matmul_forward(t, i)
+                     : ad_call_extern(t, t->extern_forward, i, "forward");
         break;
     case AD_NUM_OPS:
         return ad_fail(t, AD_EINVAL, i, "bad op at %lld", (long long)i);

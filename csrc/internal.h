@@ -344,6 +344,20 @@ static inline int ad_call_extern(ad_tape *t, ad_extern_fn rule, int64_t i,
     return AD_OK;
 }
 
+/* Matrix products the sweeps compute themselves (matmul.c): an EXTERN
+ * entry whose imm is AD_EXTERN_MATMUL, of two matrix entries.  Its rule
+ * in each sweep, and the check of its shapes when it is appended.       */
+int ad_matmul_forward(ad_tape *t, int64_t i);
+int ad_matmul_reverse(ad_tape *t, double *adj, int64_t i);
+int ad_matmul_tangent(ad_tape *t, int64_t i);
+int ad_matmul_second(ad_tape *t, int64_t i);
+int ad_matmul_check(ad_tape *t, int64_t a, int64_t b, int32_t ndim,
+                    const int64_t *shape);
+static inline int ad_native_matmul(const ad_tape *t, int64_t i)
+{
+    return t->aux[i] >= 0 && t->imm[i] == AD_EXTERN_MATMUL;
+}
+
 /* d * t where a zero tangent or adjoint t contributes exactly nothing,
  * even where the partial d is infinite or NaN (CppAD's azmul). */
 static inline double ad_azmul(double d, double t)

@@ -270,7 +270,12 @@ AD_HOT_INLINE int reverse_step(ad_tape *t, double *adj, int64_t i, int check,
     case AD_RESHAPE: ARRAY(reverse_reshape) adj[a] += g; break;
     case AD_GATHER:  ARRAY(reverse_gather) adj[a] += g; break;
     case AD_SCATTER: ARRAY(reverse_scatter) adj[a] += g; break;
-    case AD_EXTERN:  return ad_call_extern(t, t->extern_reverse, i, "reverse");
+    case AD_EXTERN:
+        if (array && ad_native_matmul(t, i)) {
+            status = ad_matmul_reverse(t, adj, i);
+            break;
+        }
+        return ad_call_extern(t, t->extern_reverse, i, "reverse");
     case AD_NUM_OPS: return ad_fail(t, AD_EINVAL, i, "bad op at %lld",
                                     (long long)i);
     }

@@ -146,6 +146,8 @@
     OP(AD_RESHAPE, "reshape", 1, MOVE,        FLOAT) /* v = x, reshaped */   \
     /* matmul and custom ops: the sweeps call the tape's callbacks; b may    \
      * be -1 */                                                              \
+    /* (a small product of two matrices, imm AD_EXTERN_MATMUL, they compute  \
+     * themselves: matmul.c) */                                              \
     OP(AD_EXTERN,  "extern",  2, EXTERN,      FLOAT) /* v = f(x, y) */       \
     /* shifted by max(x) so nothing overflows; all -inf gives -inf */        \
     OP(AD_LSE,     "lse",     1, REDUCE, FLOAT) /* v = log(sum(exp(x))) */ \

@@ -199,6 +199,8 @@ AD_HOT_INLINE int second_step(ad_tape *t, int64_t i, const int array)
     case AD_GATHER:  ARRAY(second_gather) adj[a] += g; dadj[a] += dg; break;
     case AD_SCATTER: ARRAY(second_scatter) adj[a] += g; dadj[a] += dg; break;
     case AD_EXTERN:
+        if (array && ad_native_matmul(t, i))
+            return ad_matmul_second(t, i);
         return ad_call_extern(t, t->extern_second, i, "second-order");
     case AD_NUM_OPS:
         return ad_fail(t, AD_EINVAL, i, "bad op at %lld", (long long)i);

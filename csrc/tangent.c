@@ -157,7 +157,9 @@ AD_HOT_INLINE int tangent_step(ad_tape *t, int64_t i, const int array)
     case AD_GATHER:  ARRAY(tangent_gather) tan[i] = dx; break;
     case AD_SCATTER: ARRAY(tangent_scatter) tan[i] = dx; break;
     case AD_EXTERN:
-        status = ad_call_extern(t, t->extern_tangent, i, "tangent");
+        status = array && ad_native_matmul(t, i)
+                     ? ad_matmul_tangent(t, i)
+                     : ad_call_extern(t, t->extern_tangent, i, "tangent");
         break;
     case AD_NUM_OPS:
         return ad_fail(t, AD_EINVAL, i, "bad op at %lld", (long long)i);

@@ -24,6 +24,8 @@ from . import functions
 from .functions import *  # noqa: F401,F403
 from .numpy_elementwise import *  # noqa: F401,F403  (ad.log2, ad.arctan2 ...)
 from . import numpy_elementwise as _numpy_elementwise
+from .numpy_reductions import PUBLIC as _REDUCTIONS
+globals().update(_REDUCTIONS)     # ad.sort, ad.median, ad.cumprod ...
 from .viz import draw_dot
 from .functional import grad, hessian, hvp, jacobian, jvp, value_and_grad, vjp
 from .testing import check_grad
@@ -52,4 +54,5 @@ __all__ = [
     "expand_dims", "squeeze", "concatenate", "stack", "maximum", "minimum",
     "clip", "where", "logsumexp", "softmax", "log_softmax",
     "einsum", "tensordot", "dot", "vdot", "inner", "outer", "kron", "cross",
+    *_REDUCTIONS,
 ]

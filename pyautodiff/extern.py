@@ -133,26 +133,51 @@ def route_callbacks(t):
         t.callbacks_routed = True
 
 
+# Looked up once: the reverse sweep calls back here for every extern entry
+# it passes, and for small operands these steps cost more than the rule.
+_NULL = ffi.NULL
+_buffer = ffi.buffer
+_frombuffer = np.frombuffer
+_asarray = np.asarray
+_copyto = np.copyto
+_count_nonzero = np.count_nonzero
+_float64 = np.float64
+_adjoint = lib.ad_entry_adjoint
+_claim = lib.ad_entry_adjoint_claim
+_VARIABLE = _core.FLAG_VARIABLE
+# where ad_entry_adjoint_claim says whether a block is unset, read right
+# after each call (the callbacks hold the GIL, so no other call runs between)
+_UNSET = ffi.new("int *")
+
+
 def _adjoint_view(t, j):
     """Entry j's adjoint in the sweep under way, as a writable array of
     the entry's shape (0-d for a scalar)."""
-    return _entry_array(t, j, lib.ad_entry_adjoint(t._c, j, t.sweep_mode))
+    return _entry_array(t, j, _adjoint(t._c, j, t.sweep_mode))
 
 
 def _entry_array(t, j, p):
     """The doubles at p as an array of entry j's shape."""
-    if p == ffi.NULL:
+    if p == _NULL:
         raise MemoryError("out of memory for adjoints")
-    d = t.nodes[j]._d
-    if d.__class__ is not np.ndarray:           # a scalar's one double
-        return np.frombuffer(ffi.buffer(p, 8)).reshape(())
-    return np.frombuffer(ffi.buffer(p, 8 * d.size)).reshape(d.shape)
+    node = t.nodes[j]
+    if isinstance(node, _array.Array):
+        # (a small result's shape from its pool: its values are viewed
+        # only when read, see Array._d)
+        pool = node._p
+        if pool:
+            return _frombuffer(_buffer(p, 8 * pool.size)).reshape(pool.shape)
+        d = node._v
+        return _frombuffer(_buffer(p, 8 * d.size)).reshape(d.shape)
+    return _frombuffer(_buffer(p, 8)).reshape(())     # a scalar's one double
 
 
 def _operands(t, i):
     c = t._c
-    operands = [j for j in (c.a[i], c.b[i]) if j >= 0]
-    needs = [bool(c.flags[j] & _core.FLAG_VARIABLE) for j in operands]
+    a, b = c.a[i], c.b[i]
+    operands = (a,) if b < 0 else (a, b)
+    flags = c.flags
+    needs = [bool(flags[j] & _VARIABLE) for j in operands]
     return operands, needs, [t.entry_value(j) for j in operands]
 
 
@@ -160,33 +185,38 @@ def reverse_step(t, i):
     """The C reverse sweep of t reached extern entry i: add its vjp into its
     operands' adjoints."""
     g = _adjoint_view(t, i)
-    if not g.any():
+    if not _count_nonzero(g):      # (ndarray.any is a Python-level wrapper)
         return
     operands, needs, inputs = _operands(t, i)
     rule = t.externs[i]
     # the operands' adjoints: a block that holds nothing yet this sweep
     # is assigned its cotangent (by a pure rule, written in place)
-    unset = ffi.new("int *")
+    c, mode, unset = t._c, t.sweep_mode, _UNSET
     targets = []
     for j, need in zip(operands, needs):
-        view = _entry_array(t, j, lib.ad_entry_adjoint_claim(
-            t._c, j, t.sweep_mode, unset)) if need else None
-        targets.append((view, need and unset[0]))
+        if need:
+            view = _entry_array(t, j, _claim(c, j, mode, unset))
+            targets.append((view, unset[0]))
+        else:
+            targets.append((None, 0))
     if rule.pure:
         cotangents = rule.cotangents(g, t.entry_value(i), inputs, needs,
                                      [v if fresh else None for v, fresh in targets])
     else:
         cotangents = rule.cotangents(g.copy(), t.entry_value(i), inputs, needs)
-    for (view, fresh), ct, need in zip(targets, cotangents, needs):
-        if not need:
+    for (view, fresh), ct in zip(targets, cotangents):
+        if view is None:
             continue
         if ct is None:
             if fresh:
                 view[...] = 0.0
         elif ct is not view:
-            ct = np.asarray(ct, dtype=np.float64).reshape(view.shape)
+            if ct.__class__ is not np.ndarray or ct.dtype != _float64:
+                ct = _asarray(ct, dtype=_float64)
+            if ct.shape != view.shape:
+                ct = ct.reshape(view.shape)
             if fresh:
-                np.copyto(view, ct)
+                _copyto(view, ct)
             else:
                 view += ct
 
@@ -278,6 +308,28 @@ def record_extern(rule, operands, value):
             t.externs.pop(i, None)
         raise
     return out
+
+
+def record_computed(rule, operands, imm, shape):
+    """Record an extern entry that the C sweeps compute themselves, of two
+    Arrays (or constants) and of this shape: imm names its kernel (ad.h's
+    AD_EXTERN_MATMUL, csrc/matmul.c), which computes its values here and
+    in every sweep with no call back into Python.  The rule stays the
+    entry's for what runs in Python: nested derivatives, saving."""
+    t = recording_tape()
+    route_callbacks(t)
+    # both operands recorded before either index is read (see _operands)
+    x, y = [_array._node(v, t)[0] for v in operands]
+    if len(t.nodes) != t.nflushed:
+        t.flush()
+    i = len(t.nodes)
+    t.externs[i] = rule             # first, as in record_extern
+    try:
+        return _array._result(t, OPS["EXTERN"], x._i, y._i, imm, tuple(shape))
+    except BaseException:
+        if len(t.nodes) <= i:
+            t.externs.pop(i, None)
+        raise
 
 
 def custom_op(forward, vjp, jvp=None, sparsity=None):

@@ -1,13 +1,15 @@
 """Matrix products: NumPy (BLAS) in both directions, recorded as one extern
 entry (extern.py): the product, its vjp, the ExternRule a saved tape names,
-ad.matmul and Array's @."""
+ad.matmul and Array's @.  A small product of two matrices is the same
+entry computed by the C sweeps themselves (csrc/matmul.c)."""
 import numpy as np
 
 from . import buffers
-from .array import Array, _constant, _detached, _plain
+from ._core import OPS, lib
+from .array import Array, _constant, _detached, _plain, _result
 from .broadcasting import unbroadcast
-from .extern import ExternRule, record_extern
-from .tape import NO_GRAD, recording_tape
+from .extern import ExternRule, record_computed, record_extern, route_callbacks
+from .tape import NO_GRAD, recording_tape, state
 from .value import Value
 
 
@@ -88,9 +90,86 @@ def matmul_rule():
     return _MATMUL
 
 
+# A product of two matrices of at most this many multiply-adds is
+# computed by the C sweeps (csrc/matmul.c): for small ones, calling back
+# into Python (and NumPy) cost many times the arithmetic.
+_NATIVE_MAX = lib.AD_MATMUL_NATIVE_MAX
+_NATIVE = float(lib.AD_EXTERN_MATMUL)
+_ndarray = np.ndarray
+_EXTERN = OPS["EXTERN"]
+
+
+def _native_shape(x, y):
+    """The shape of x @ y where the C sweeps compute it (two real matrices,
+    a small product), else None."""
+    if x.__class__ is not _ndarray or y.__class__ is not _ndarray \
+            or x.ndim != 2 or y.ndim != 2:
+        return None
+    (m, k), (k2, n) = x.shape, y.shape
+    if k != k2 or not 0 < m * k * n <= _NATIVE_MAX \
+            or x.dtype.kind not in "biuf" or y.dtype.kind not in "biuf":
+        return None
+    return m, n
+
+
+def _shape(x):
+    """An Array's shape without reading its values: a small result's are
+    a pool's row, viewed only when first read (array.py)."""
+    pool = x._p
+    return pool.shape if pool else x._v.shape
+
+
+def _imported(t, x):
+    """Array x of an enclosing tape as its leaf on t (Tape.adopt), found
+    as the recorded operators find it."""
+    imported = t.imports.get(id(x))
+    if imported is None or x._t.closed:
+        return t.adopt(x)
+    return imported[1]
+
+
+def _recorded_product(t, a, b):
+    """a @ b for two Arrays on tape t, which records operations: the
+    common case, with nothing looked at but the shapes; None where the C
+    sweeps do not compute it."""
+    sa, sb = _shape(a), _shape(b)
+    if len(sa) != 2 or len(sb) != 2:
+        return None
+    (m, k), (k2, n) = sa, sb
+    if k != k2 or not 0 < m * k * n <= _NATIVE_MAX:
+        return None
+    # both imported (which may compact t) before either index is read
+    x = a if a._t is t else _imported(t, a)
+    y = b if b._t is t else _imported(t, b)
+    if not t.callbacks_routed:
+        route_callbacks(t)
+    i = len(t.nodes)
+    externs = t.externs
+    externs[i] = _MATMUL or matmul_rule()     # first, as in record_extern
+    try:
+        # (no anomaly check here: a product's NaN is found where the
+        # callback path finds it, in the sweeps)
+        return _result(t, _EXTERN, x._i, y._i, _NATIVE, (m, n))
+    except BaseException:
+        if len(t.nodes) <= i:
+            externs.pop(i, None)
+        raise
+
+
 def matmul(a, b):
     """a @ b with NumPy's rules (1-D, 2-D and batched)."""
+    t = state.rec
+    if a.__class__ is Array and b.__class__ is Array and t is not NO_GRAD \
+            and t is not None:
+        out = _recorded_product(t, a, b)
+        if out is not None:
+            return out
     pa, pb = _plain(a), _plain(b)
+    # (two plain operands keep NumPy's product: of two bool arrays, a bool)
+    if recording_tape() is not NO_GRAD and (pa is not a or pb is not b):
+        shape = _native_shape(pa, pb)
+        if shape is not None:
+            return record_computed(matmul_rule(), (a, b), _NATIVE, shape)
     try:
         value = product(np.asarray(pa), np.asarray(pb))
     except ValueError:
@@ -102,5 +181,5 @@ def matmul(a, b):
     return record_extern(matmul_rule(), ops, value)
 
 
-Array.__matmul__ = lambda self, other: matmul(self, other)     # noqa: E731
+Array.__matmul__ = matmul
 Array.__rmatmul__ = lambda self, other: matmul(other, self)    # noqa: E731

@@ -14,7 +14,6 @@ A recording holds where f takes the decisions it took when recorded
 (record.py).  Where a guard flips, f is recorded again at that point and
 the optimization goes on, as ``@ad.function`` does.
 """
-import inspect
 import numbers
 
 import numpy as np
@@ -22,6 +21,8 @@ import numpy as np
 from . import _core
 from ._core import ffi, lib
 from .record import BranchError, Recorded
+from .result import OptimizeResult
+from .result import takes_intermediate_result as _takes_intermediate_result
 
 # methods that get more than the gradient, and those that use none
 HESSP_METHODS = {"newton-cg", "trust-ncg", "trust-krylov", "trust-constr"}
@@ -49,32 +50,6 @@ _STATUS = {lib.AD_LBFGS_GTOL: 0, lib.AD_LBFGS_FTOL: 0,
            lib.AD_LBFGS_MAXITER: 1, lib.AD_LBFGS_LINESEARCH: 2,
            lib.AD_LBFGS_NONFINITE: 3}
 STOPPED_BY_CALLBACK = 99        # scipy's status when a callback stops it
-
-
-class OptimizeResult(dict):
-    """The result of method='lbfgs', with scipy's field names, read as
-    attributes: x, fun, jac, nit, nfev, njev, status, success, message."""
-
-    def __getattr__(self, name):
-        try:
-            return self[name]
-        except KeyError:
-            raise AttributeError(name) from None
-
-    __setattr__ = dict.__setitem__
-
-    def __repr__(self):
-        width = max(map(len, self)) + 1
-        return "\n".join(f"{k:>{width}}: {_short(v)}" for k, v in self.items())
-
-    def __dir__(self):
-        return list(self)
-
-
-def _short(v):
-    if isinstance(v, np.ndarray):
-        return np.array2string(v, threshold=8, edgeitems=3)
-    return repr(v)
 
 
 class _Space:
@@ -180,17 +155,8 @@ class _Recording:
         return np.reshape(self._trace_at(flat).hessian(), (n, n))
 
 
-def _takes_intermediate_result(callback):
-    # scipy's rule: a callback whose one parameter has this name gets an
-    # OptimizeResult, any other gets x
-    try:
-        return set(inspect.signature(callback).parameters) == {"intermediate_result"}
-    except (TypeError, ValueError):
-        return False
-
-
-def minimize(f, x0, method="L-BFGS-B", bounds=None, tol=None, options=None,
-             callback=None):
+def minimize(f, x0, method="L-BFGS-B", bounds=None, constraints=(), tol=None,
+             options=None, callback=None):
     """Minimize the scalar function f(x) from x0 (a float or an ndarray).
 
     scipy.optimize.minimize's signature without jac, hess and hessp, which
@@ -200,19 +166,37 @@ def minimize(f, x0, method="L-BFGS-B", bounds=None, tol=None, options=None,
     with x0's shape.  method='lbfgs' is a built-in L-BFGS that runs in C
     and needs no scipy (options maxiter, m, gtol, ftol, maxls; tol sets
     gtol).
+
+    constraints (scipy's: dicts {'type': 'eq' or 'ineq', 'fun': c, 'args':
+    ...}, NonlinearConstraint, LinearConstraint) go to method='ipopt'
+    (IPOPT with exact sparse Jacobians and Lagrangian Hessians, through
+    cyipopt) or scipy's 'trust-constr', 'SLSQP', 'COBYLA' and 'COBYQA',
+    with exact derivatives too; the result's multipliers are those of
+    grad f = sum_k J_k^T lambda_k + z (constrained.py).
     """
     space = _Space(x0)
-    if isinstance(method, str) and method.lower() == "lbfgs":
+    name = method.lower() if isinstance(method, str) else None
+    if name == "ipopt":
+        from .ipopt import minimize_ipopt
+        objective = _Recording(f, space)
+        return minimize_ipopt(f, space, objective, bounds, constraints, tol,
+                              options, callback)
+    if name == "lbfgs":
+        if constraints:
+            raise ValueError("minimize: method='lbfgs' takes no constraints; "
+                             "use method='ipopt', 'trust-constr' or 'SLSQP'")
         if bounds is not None:
             raise ValueError("minimize: method='lbfgs' takes no bounds; use "
                              "method='L-BFGS-B' for bounds")
         return _lbfgs(f, space, tol, options, callback)
-    return _scipy_minimize(f, space, method, bounds, tol, options, callback)
+    return _scipy_minimize(f, space, method, bounds, constraints, tol, options,
+                           callback)
 
 
 # -- scipy's methods ------------------------------------------------------------
 
-def _scipy_minimize(f, space, method, bounds, tol, options, callback):
+def _scipy_minimize(f, space, method, bounds, constraints, tol, options,
+                    callback):
     try:
         import scipy.optimize
     except ImportError as exc:
@@ -222,6 +206,11 @@ def _scipy_minimize(f, space, method, bounds, tol, options, callback):
             "install scipy); method='lbfgs' needs no scipy") from exc
     objective = _Recording(f, space)
     name = method.lower() if isinstance(method, str) else None
+    if constraints:
+        from .constrained_scipy import minimize_constrained
+        return minimize_constrained(f, space, name, method, bounds, constraints,
+                                    tol, options, callback, objective,
+                                    _scipy_callback(callback, space))
     if name in DERIVATIVE_FREE:
         kwargs = {"fun": objective.value}
     else:

@@ -54,8 +54,15 @@ def _minimum(x, y):
     return x if x <= y or x != x else y
 
 
+def _hypot(x, y):
+    # C's hypot, as the C sweeps compute it: Python's math.hypot has an
+    # algorithm of its own, and differs from it in the last bit at times
+    # (so a replay would not give the recorded value)
+    return float(np.hypot(x, y))
+
+
 # op: (its value on Python floats, NumPy's ufunc)
-_BINARY = {"ARCTAN2": (math.atan2, np.arctan2), "HYPOT": (math.hypot, np.hypot),
+_BINARY = {"ARCTAN2": (math.atan2, np.arctan2), "HYPOT": (_hypot, np.hypot),
            "LOGADDEXP": (_logaddexp, np.logaddexp),
            "MAXIMUM": (_maximum, np.maximum), "MINIMUM": (_minimum, np.minimum),
            # the masks and the selection that the composites decide with
@@ -259,6 +266,15 @@ def sinc(x):
     return _select(np.sin(s) / s, _mask("NE", x, 0.0)) + _select(series, zero)
 
 
+# -- complex parts of real numbers ---------------------------------------------
+
+def _itself(x, *args, **kwargs):
+    """np.real, np.conjugate, np.real_if_close of a real traced value: the
+    value itself (its imaginary part, np.imag, is 0, and np.angle is
+    piecewise constant: numpy_interop answers those)."""
+    return x
+
+
 # -- NumPy's dispatch and ad.NAME ------------------------------------------------
 
 # ufunc: its recording on Values and Arrays (operands as numpy_interop
@@ -273,8 +289,10 @@ NUMPY_UFUNCS = {
     np.float_power: float_power, np.fmax: fmax, np.fmin: fmin,
     # of Values a Value, as np.add's (of Arrays the same entries as ad.maximum)
     np.maximum: _max2, np.minimum: _min2,
+    np.conjugate: _itself,
 }
-NUMPY_FUNCTIONS = {np.sinc: sinc, np.nan_to_num: nan_to_num, np.clip: clip}
+NUMPY_FUNCTIONS = {np.sinc: sinc, np.nan_to_num: nan_to_num, np.clip: clip,
+                   np.real: _itself, np.real_if_close: _itself}
 
 
 def _public(numpy_fn):
@@ -298,3 +316,10 @@ _EXPORTED = (
     "sign floor ceil round rint trunc").split()
 __all__ = list(_EXPORTED) + ["arctan2", "hypot", "logaddexp"]
 globals().update({name: _public(getattr(np, name)) for name in _EXPORTED})
+
+# the ndarray's (and float's) complex-part methods: a real number's
+for _cls in (Array, Value):
+    _cls.conjugate = _cls.conj = _itself
+    _cls.real = property(_itself)
+Array.imag = property(lambda self: _array._constant_result(np.zeros(self.shape)))
+Value.imag = property(lambda self: 0.0)

@@ -8,6 +8,8 @@ import sys
 import numpy as np
 
 from . import array as _array, linalg, numpy_elementwise, numpy_shapes, products
+from . import numpy_reductions
+from . import scipy_special
 from .array import Array
 from .guards import decide as _decide, takes_guards
 from .matmul import matmul
@@ -39,6 +41,7 @@ _OTHER_UFUNCS = {np.maximum: _array.maximum, np.minimum: _array.minimum,
                  np.fmod: lambda x, y: _remainder(x, y, "numpy.fmod"),
                  np.divmod: lambda x, y: (np.floor_divide(x, y), _remainder(x, y))}
 _OTHER_UFUNCS.update(numpy_elementwise.NUMPY_UFUNCS)
+_OTHER_UFUNCS = scipy_special.with_scipy_ufuncs(_OTHER_UFUNCS)
 
 
 def _remainder(x, y, name="numpy.remainder"):
@@ -137,7 +140,7 @@ def _in_place(what):
 # Queries whose answer does not depend on the values: NumPy's, no guard.
 _QUERIES = frozenset({np.shape, np.ndim, np.size, np.result_type,
                       np.iscomplexobj, np.isrealobj, np.isreal, np.iscomplex,
-                      np.zeros_like, np.ones_like})
+                      np.zeros_like, np.ones_like, np.imag})
 # Integer- or bool-valued: NumPy's result on the values (plain ndarrays and
 # Python values, exactly what NumPy returns).
 _DISCRETE = frozenset({
@@ -150,7 +153,7 @@ _DISCRETE = frozenset({
 # (a zero derivative, as HIPS autograd gives them).
 _PIECEWISE_CONSTANT = frozenset({np.sign, np.floor, np.ceil, np.rint,
                                  np.round, np.around, np.trunc, np.fix,
-                                 np.floor_divide, np.heaviside})
+                                 np.floor_divide, np.heaviside, np.angle})
 
 
 # Inside ad.record, a function of one Array that reads only where it is
@@ -233,6 +236,8 @@ def _nondifferentiable(fn, args, kwargs):
 
 
 def apply_ufunc(ufunc, method, inputs, kwargs):
+    if (ufunc, method) in numpy_reductions.NUMPY_UFUNC_METHODS:     # np.add.reduce ...
+        return numpy_reductions.NUMPY_UFUNC_METHODS[ufunc, method](*inputs, **kwargs)
     if method != "__call__" or kwargs.get("out") is not None:
         if method == "__call__" and ufunc in _NO_DERIVATIVE_UFUNCS:
             return _nondifferentiable(ufunc, inputs, kwargs)    # into out=
@@ -302,6 +307,7 @@ _FUNCTIONS.update(numpy_shapes.NUMPY_FUNCTIONS)
 _FUNCTIONS.update(numpy_elementwise.NUMPY_FUNCTIONS)
 _FUNCTIONS.update(products.NUMPY_FUNCTIONS)
 _FUNCTIONS.update(linalg.NUMPY_FUNCTIONS)
+_FUNCTIONS.update(numpy_reductions.NUMPY_FUNCTIONS)
 
 
 def _decision(a, name, axis, kwargs):

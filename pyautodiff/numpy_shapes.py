@@ -289,6 +289,34 @@ def full_like(a, fill_value, dtype=None, order="K", subok=True, shape=None):
     return np.full_like(_array._plain(a), fill_value, dtype, order, subok, shape)
 
 
+def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None,
+             axis=0, *, device=None):
+    """NumPy's evenly spaced samples, of traced ends: start + k * step, in
+    NumPy's arithmetic (the last sample is stop itself where endpoint)."""
+    _float_dtype("linspace", dtype)
+    num = int(num)
+    if num < 0:
+        raise ValueError(f"Number of samples, {num}, must be non-negative.")
+    start, stop = _asarray(start), _asarray(stop)
+    div = num - 1 if endpoint else num
+    delta = stop - start
+    k = np.arange(num, dtype=np.float64).reshape((-1,) + (1,) * delta.ndim)
+    if div > 0:
+        step = delta / float(div)
+        # NumPy's order of operations: where a step is 0, k / div * delta
+        y = (k / float(div)) * delta if np.any(step._d == 0) else k * step
+    else:
+        step = np.nan * delta
+        y = k * delta
+    y = y + start
+    if endpoint and num > 1:
+        last = np.broadcast_to(stop, delta.shape)       # both ends may broadcast
+        y = _array.concatenate([y[:-1], _array.expand_dims(last, 0)], axis=0)
+    if axis != 0:
+        y = np.moveaxis(y, 0, axis)
+    return (y, step) if retstep else y
+
+
 def copyto(dst, src, casting="same_kind", where=True):
     raise TypeError("numpy.copyto writes into an ndarray: in-place NumPy "
                     "operations cannot record a derivative (np.full_like(ndarray, "
@@ -319,7 +347,7 @@ NUMPY_FUNCTIONS = {
     np.delete: _one(np.delete, 1), np.resize: _one(np.resize),
     np.permute_dims: _one(np.permute_dims),
     np.matrix_transpose: _one(np.matrix_transpose), np.unstack: _one(np.unstack), np.choose: choose, np.select: select,
-    np.full_like: full_like, np.copyto: copyto,
+    np.full_like: full_like, np.copyto: copyto, np.linspace: linspace,
 }
 
 

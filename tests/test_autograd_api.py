@@ -600,3 +600,72 @@ def test_numpys_submodules_import_as_autograds_do():
     assert npr.RandomState(0).randn(3).tolist() == onp.random.RandomState(0).randn(3).tolist()
     x = onp.array([3.0, 4.0])
     assert plinalg.norm(x) == 5.0
+
+
+# -- autograd.tracer, autograd.core, np.where by keyword -----------------------
+
+def test_tracer_names():
+    from pyautodiff.autograd import tracer
+    seen = []
+
+    def f(x):
+        seen.append((tracer.isbox(x), tracer.getval(x)))
+        return x * x
+
+    assert pag.grad(f)(3.0) == 6.0
+    assert seen == [(True, 3.0)]
+    assert not tracer.isbox(3.0) and tracer.getval(onp.ones(2)).tolist() == [1.0, 1.0]
+    assert tracer.primitive is pext.primitive
+
+
+def test_core_names_are_the_packages():
+    from pyautodiff.autograd import core
+    assert core.make_vjp is pag.make_vjp and core.defvjp is pext.defvjp
+    vjp, ans = core.make_vjp(lambda x: x ** 3)(2.0)
+    assert ans == 8.0 and vjp(1.0) == 12.0
+
+
+def test_where_takes_keywords_as_autograds():
+    x = onp.array([1.0, 2.0, 3.0])
+    y = onp.array([4.0, 5.0, 6.0])
+    cond = [True, False, True]
+    for got in (pnp.where(condition=cond, x=x, y=y), pnp.where(cond, x, y=y),
+                pnp.where(cond, x=x, y=y)):
+        assert got.tolist() == anp.where(condition=cond, x=x, y=y).tolist() == [1.0, 5.0, 3.0]
+    assert [a.tolist() for a in pnp.where(cond)] == [[0, 2]]
+
+    def f(v):
+        return pnp.sum(pnp.where(condition=v > 0, x=v ** 2, y=-v))
+
+    assert pag.grad(f)(onp.array([1.0, -2.0])).tolist() == [2.0, -1.0]
+    with pytest.raises(TypeError, match="multiple values"):
+        pnp.where(cond, x, x=x)
+    with pytest.raises(TypeError, match="unexpected keyword"):
+        pnp.where(cond, x, y, out=x)
+    with pytest.raises(ValueError, match="both or neither"):
+        pnp.where(cond, x)
+
+
+# -- lists of traced numbers as NumPy arguments --------------------------------
+
+def test_lists_of_traced_numbers_as_autograd_takes_them():
+    cases = [
+        (lambda x: pnp.mean([x, x + 2]), 0.0),
+        (lambda x: pnp.std((x, x * 3)), 0.5),
+        (lambda x: pnp.var([x, x + 2, x * x]), 0.7),
+        (lambda x: pnp.sum(pnp.sin([x, 2 * x])), 1.0),
+        (lambda x: pnp.linalg.norm([x, 2 * x, 1.0]), 3.0),
+        (lambda x: pnp.sum(pnp.concatenate([[x, x], [x * x]]) ** 2), 1.5),
+        (lambda x: pnp.prod(pnp.append([[1.0, x]], [[x * x, 2.0]], axis=0)), 1.3),
+        (lambda x: pnp.dot([x, 1.0], [2.0, x]), 0.4),
+    ]
+    for f, x in cases:
+        got = pag.grad(f)(x)
+        eps = 1e-6
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            central = (float(f(x + eps)) - float(f(x - eps))) / (2 * eps)
+        assert abs(got - central) < 1e-6 * max(1.0, abs(central)), (f, got, central)
+    # second order through the lists, and plain lists stay NumPy's
+    assert abs(pag.grad(pag.grad(lambda x: pnp.mean([x ** 3, x])))(2.0) - 6.0) < 1e-12
+    assert pnp.mean([1.0, 2.0]) == 1.5 and isinstance(pnp.mean([1.0, 2.0]), onp.float64)

@@ -302,3 +302,62 @@ def test_index_arrays_and_float_dtypes():
         return np.sum(np.array([t, 2 * t]) ** 2)
     t = np.array([1.0, -2.0])
     np.testing.assert_allclose(ad.grad(f)(t), 10 * t)
+
+
+# -- linspace of traced ends, and autograd's make_diagonal -------------------
+
+@pytest.mark.parametrize("num", [0, 1, 2, 5])
+@pytest.mark.parametrize("endpoint", [True, False])
+@pytest.mark.parametrize("ends", [(1.2, 3.4), (1.2, -3.4), (1.2, 1.2),
+                                  ([0.0, 1.0], [2.0, 5.0]), (0.5, [[1.0, 2.0], [3.0, 4.0]])])
+def test_linspace_of_traced_ends(num, endpoint, ends):
+    a, b = (np.array(e, dtype=float) for e in ends)
+    for axis in range(-np.ndim(a + b) - 1, np.ndim(a + b) + 1):
+        got = np.linspace(ad.Array(a), ad.Array(b), num, endpoint=endpoint, axis=axis)
+        want = np.linspace(a, b, num, endpoint=endpoint, axis=axis)
+        assert np.array_equal(got._d, want)          # NumPy's arithmetic, bit for bit
+
+    def f(x, y):
+        return np.sum(np.linspace(x, y, num, endpoint=endpoint) ** 2)
+
+    for k in (0, 1):
+        got = ad.grad(f, k)(a, b)
+        np.testing.assert_allclose(got, numeric_grad(f, [a, b], k), rtol=1e-6, atol=1e-8)
+        # autograd's linspace takes no endpoint=, and does not sum a
+        # broadcast end's gradient back to its shape
+        if endpoint and np.shape(a) == np.shape(b):
+            want = ag.grad(lambda x, y: agnp.sum(agnp.linspace(x, y, num) ** 2), k)(a, b)
+            np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+    # second order: exactly 2 * (d sample / d end)^2 summed
+    if num and np.ndim(a + b) == 0:
+        div = num - 1 if endpoint else num
+        t = np.arange(num) / div if div else np.zeros(num)
+        if endpoint and num > 1:
+            t[-1] = 1.0
+        assert ad.hessian(lambda y: f(a, y))(b) == pytest.approx(2 * np.sum(t ** 2))
+
+
+def test_linspace_retstep_and_errors():
+    y, step = np.linspace(ad.Value(0.0), 2.0, 5, retstep=True)
+    assert step.data == 0.5 and np.array_equal(y._d, np.linspace(0.0, 2.0, 5))
+    assert ad.grad(lambda s: np.linspace(s, 2.0, 5, retstep=True)[1])(0.0) == -0.25
+    with pytest.raises(TypeError, match="numpy.linspace"):
+        np.linspace(ad.Value(0.0), 1.0, 3, dtype=int)
+    with pytest.raises(ValueError, match="non-negative"):
+        np.linspace(ad.Value(0.0), 1.0, -1)
+
+
+@pytest.mark.parametrize("axes", [(-1, -2), (0, 1), (0, 2), (2, 0), (1, 2)])
+def test_make_diagonal(axes):
+    d = np.arange(1.0, 13.0).reshape(3, 4)
+    a = adnp.make_diagonal(d, axis1=axes[0], axis2=axes[1])
+    assert np.array_equal(np.diagonal(a, 0, *axes), d) and np.count_nonzero(a) == 12
+    if axes == (-1, -2):                             # autograd's one case
+        assert np.array_equal(a, agnp.make_diagonal(d, axis1=-1, axis2=-2))
+    w = np.random.default_rng(0).normal(size=a.shape)
+    g = ad.grad(lambda x: np.sum(adnp.make_diagonal(x, axis1=axes[0], axis2=axes[1]) * w))(d)
+    assert np.array_equal(g, np.diagonal(w, 0, *axes))
+    with pytest.raises(NotImplementedError, match="offset"):
+        adnp.make_diagonal(d, offset=1)
+    with pytest.raises(ValueError, match="same"):
+        adnp.make_diagonal(d, axis1=1, axis2=-2)

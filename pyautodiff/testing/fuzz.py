@@ -16,13 +16,17 @@ how many disagreed; the exit status is 1 if any disagreed.  The kinds:
   scalar and small-array programs against Taylor-series jets (taylor.py).
   A nesting pyautodiff does not support (NotImplementedError) is counted
   apart, per nesting shape, and fails the run only with --strict; --nesting
-  'grad(grad(f))' draws only that nesting.  ("all" runs the other three.)
+  'grad(grad(f))' draws only that nesting;
+- surface (fuzz_surface.py): programs of NumPy calls (reductions, shapes,
+  products, np.linalg ...) on pyautodiff.autograd against HIPS autograd,
+  refereed by central differences, to third order and replayed.
+("all" runs scalars, arrays and second.)
 """
 import argparse
 import random
 import sys
 
-from . import fuzz_arrays, fuzz_nested, fuzz_scalars, fuzz_second
+from . import fuzz_arrays, fuzz_nested, fuzz_scalars, fuzz_second, fuzz_surface
 
 
 def main(argv=None, prog="python -m pyautodiff.testing.fuzz"):
@@ -30,12 +34,13 @@ def main(argv=None, prog="python -m pyautodiff.testing.fuzz"):
     ap.add_argument("--examples", "--count", type=int, default=10_000,
                     help="programs of each kind (default 10000)")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--kind", choices=("scalars", "arrays", "second", "nested", "all"),
+    ap.add_argument("--kind", choices=("scalars", "arrays", "second", "nested", "surface", "all"),
                     default="scalars",
                     help="scalar Value programs (default), array programs "
                          "(fuzz_arrays.py), second derivatives of scalar "
                          "programs (fuzz_second.py), nested derivatives "
-                         "(fuzz_nested.py), or all but nested")
+                         "(fuzz_nested.py), NumPy's surface against autograd "
+                         "(fuzz_surface.py), or all but nested and surface")
     ap.add_argument("--nesting", action="append", metavar="SHAPE",
                     help="nested: draw only this nesting, e.g. 'grad(grad(f))' "
                          "(outermost first; repeatable)")
@@ -68,6 +73,9 @@ def main(argv=None, prog="python -m pyautodiff.testing.fuzz"):
         bad += fuzz_nested.fuzz_nested(cfg.examples, cfg.seed, cfg.max_steps or 5,
                                        strict=cfg.strict, nestings=nestings
                                        ).failures(cfg.strict)
+    if cfg.kind == "surface":
+        bad += fuzz_surface.fuzz_surface(cfg.examples, cfg.seed, cfg.max_steps or 4
+                                         )[0]["disagree"]
     return 1 if bad else 0
 
 

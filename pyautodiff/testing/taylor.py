@@ -32,6 +32,7 @@ of picking a side.  NumPy functions reach jets through ``__array_ufunc__``
 and ``__array_function__``; a NumPy function with no rule here raises
 TypeError naming it, and there is no ``__float__`` or ``__bool__``.
 """
+import contextlib
 import itertools
 import operator
 
@@ -45,6 +46,24 @@ _tags = itertools.count(1)
 
 class NearKink(ArithmeticError):
     """An operand (almost) on a point where the op is not differentiable."""
+
+
+# Coefficients beyond this raise OverflowError (None: no bound).  A caller
+# comparing against the series sets it: an intermediate of 1e155 leaves no
+# digit of a result of order one, whatever the result's own size.
+_bound = None
+
+
+@contextlib.contextmanager
+def bounded(limit):
+    """Within: a jet whose coefficients exceed limit in magnitude raises
+    OverflowError (the series is no reference there)."""
+    global _bound
+    saved, _bound = _bound, limit
+    try:
+        yield
+    finally:
+        _bound = saved
 
 
 def new_tag():
@@ -62,6 +81,10 @@ class Jet:
     def __init__(self, coefficients, tag):
         self.c = tuple(coefficients)
         self.tag = tag
+        if _bound is not None:
+            for c in self.c:
+                if not isinstance(c, Jet) and np.max(np.abs(c), initial=0.0) > _bound:
+                    raise OverflowError(f"a Taylor coefficient beyond {_bound:g}")
 
     def __repr__(self):
         return f"Jet({list(self.c)!r}, tag={self.tag})"

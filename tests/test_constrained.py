@@ -1,0 +1,355 @@
+"""ad.minimize with constraints: method='ipopt' (IPOPT through cyipopt),
+'trust-constr' and 'SLSQP' against published and hand-derived optima; the
+multipliers against the KKT conditions, with the gradients and Jacobians
+taken by central differences; the error paths."""
+import sys
+
+import numpy as np
+import pytest
+
+import pyautodiff as ad
+
+so = pytest.importorskip("scipy.optimize")
+try:
+    import cyipopt  # noqa: F401
+    HAVE_IPOPT = True
+except ImportError:
+    HAVE_IPOPT = False
+needs_ipopt = pytest.mark.skipif(not HAVE_IPOPT, reason="cyipopt is not installed")
+
+METHODS = [pytest.param("ipopt", marks=needs_ipopt), "trust-constr", "SLSQP"]
+# how close each method gets with its default tolerances
+XTOL = {"ipopt": 1e-7, "trust-constr": 1e-4, "slsqp": 1e-5}
+
+
+def xtol(method):
+    return XTOL[method.lower()]
+
+
+# --- independent derivatives: central differences ----------------------------
+
+def num_grad(fun, x, h=1e-6):
+    x = np.asarray(x, np.float64)
+    out = []
+    for i in range(x.size):
+        e = np.zeros(x.size)
+        e[i] = h
+        e = e.reshape(x.shape)
+        out.append((np.asarray(fun(x + e), np.float64) -
+                    np.asarray(fun(x - e), np.float64)) / (2 * h))
+    return np.stack(out, axis=-1).reshape(-1, x.size)   # (m, n)
+
+
+def kkt_residual(f, funs, res):
+    """grad f(x) - sum_k J_k(x)^T lambda_k - z, the convention documented
+    in docs/constrained.md."""
+    x = np.asarray(res.x, np.float64)
+    r = num_grad(f, x)[0]
+    for fun, lam in zip(funs, res.multipliers):
+        r = r - num_grad(fun, x).T @ np.reshape(lam, -1)
+    z = res.get("bound_multipliers")
+    if z is not None:
+        r = r - np.reshape(z, -1)
+    return r
+
+
+# --- HS071, IPOPT's own example -----------------------------------------------
+
+def hs071_f(x):
+    return x[0] * x[3] * (x[0] + x[1] + x[2]) + x[2]
+
+
+def hs071_product(x):
+    return x[0] * x[1] * x[2] * x[3] - 25.0
+
+
+def hs071_squares(x):
+    return np.sum(x ** 2) - 40.0
+
+
+HS071_CONSTRAINTS = [{"type": "ineq", "fun": hs071_product},
+                     {"type": "eq", "fun": hs071_squares}]
+HS071_X0 = np.array([1.0, 5.0, 5.0, 1.0])
+HS071_X = np.array([1.00000000, 4.74299963, 3.82114998, 1.37940829])
+HS071_F = 17.0140173
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_hs071_reaches_its_published_optimum(method):
+    res = ad.minimize(hs071_f, HS071_X0, method=method, bounds=[(1, 5)] * 4,
+                      constraints=HS071_CONSTRAINTS)
+    assert res.success, res.message
+    tol = xtol(method)
+    np.testing.assert_allclose(res.x, HS071_X, atol=10 * tol)
+    assert abs(res.fun - HS071_F) < max(1e-7, 10 * tol)
+    # IPOPT's published multipliers, in its convention (f + lam . g), are
+    # (-0.55229366, 0.16146857): ours are their negatives
+    lam = np.concatenate(res.multipliers)
+    np.testing.assert_allclose(lam, [0.55229366, -0.16146857], atol=100 * tol)
+    if "bound_multipliers" in res:
+        np.testing.assert_allclose(kkt_residual(
+            hs071_f, [hs071_product, hs071_squares], res), 0, atol=1e-3)
+
+
+@needs_ipopt
+def test_hs071_with_ipopt_in_detail():
+    res = ad.minimize(hs071_f, HS071_X0, method="ipopt",
+                      bounds=so.Bounds(np.ones(4), 5 * np.ones(4)),
+                      constraints=HS071_CONSTRAINTS, tol=1e-10)
+    np.testing.assert_allclose(res.x, HS071_X, atol=1e-8)
+    assert abs(res.fun - HS071_F) < 1e-7
+    assert res.status == 0 and 5 <= res.nit <= 12
+    # z: x1 sits on its lower bound 1, with IPOPT's published z_L 1.08787121
+    np.testing.assert_allclose(res.bound_multipliers,
+                               [1.08787121, 0, 0, 0], atol=1e-6)
+    np.testing.assert_allclose(kkt_residual(
+        hs071_f, [hs071_product, hs071_squares], res), 0, atol=1e-6)
+    # the constraints' values at x: the product active (25), the sum of
+    # squares 40
+    np.testing.assert_allclose(np.concatenate(res.constr), [0, 0], atol=1e-8)
+
+
+# --- small problems with optima derived by hand --------------------------------
+
+def circle_problem():
+    # min x0 + x1 on x0^2 + x1^2 = 2: x = (-1, -1); grad f = (1, 1) =
+    # lambda (2 x0, 2 x1) = lambda (-2, -2), lambda = -1/2
+    return (lambda x: x[0] + x[1], [{"type": "eq", "fun": lambda x: x[0] ** 2 + x[1] ** 2 - 2}],
+            np.array([-0.5, -1.5]), np.array([-1.0, -1.0]), [-0.5])
+
+
+def scipy_tutorial_problem():
+    # scipy's SLSQP tutorial: min (x0 - 1)^2 + (x1 - 2.5)^2 over three
+    # half-planes, x >= 0: x = (1.4, 1.7), where only the first is active;
+    # grad f = (0.8, -1.6) = lambda (1, -2), lambda = 0.8
+    cons = [{"type": "ineq", "fun": lambda x: x[0] - 2 * x[1] + 2},
+            {"type": "ineq", "fun": lambda x: -x[0] - 2 * x[1] + 6},
+            {"type": "ineq", "fun": lambda x: -x[0] + 2 * x[1] + 2}]
+    return (lambda x: (x[0] - 1) ** 2 + (x[1] - 2.5) ** 2, cons,
+            np.array([2.0, 0.0]), np.array([1.4, 1.7]), [0.8, 0.0, 0.0])
+
+
+def upper_side_problem():
+    # max x0 + x1 on the ring 1 <= |x|^2 <= 4 (NonlinearConstraint with two
+    # sides): x = (sqrt 2, sqrt 2) on the outer circle; grad f = (-1, -1) =
+    # lambda (2 sqrt 2, 2 sqrt 2), lambda = -1/(2 sqrt 2), negative: the
+    # upper side is active
+    r = np.sqrt(2.0)
+    return (lambda x: -(x[0] + x[1]),
+            [so.NonlinearConstraint(lambda x: x[0] ** 2 + x[1] ** 2, 1.0, 4.0)],
+            np.array([1.0, 0.5]), np.array([r, r]), [-1 / (2 * r)])
+
+
+def lower_side_problem():
+    # min |x|^2 with 1 <= x0 + x1 <= 4: x = (1/2, 1/2), the lower side
+    # active; grad f = (1, 1) = lambda (1, 1), lambda = 1
+    return (lambda x: np.sum(x ** 2),
+            [so.NonlinearConstraint(lambda x: x[0] + x[1], 1.0, 4.0)],
+            np.array([2.0, 1.0]), np.array([0.5, 0.5]), [1.0])
+
+
+PROBLEMS = [circle_problem, scipy_tutorial_problem, upper_side_problem,
+            lower_side_problem]
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("make", PROBLEMS, ids=lambda p: p.__name__)
+def test_small_problems_reach_their_optima_with_kkt_multipliers(make, method):
+    f, cons, x0, xstar, lamstar = make()
+    bounds = [(0, None)] * 2 if make is scipy_tutorial_problem else None
+    res = ad.minimize(f, x0, method=method, constraints=cons, bounds=bounds)
+    assert res.success, res.message
+    tol = xtol(method)
+    np.testing.assert_allclose(res.x, xstar, atol=10 * tol)
+    np.testing.assert_allclose(np.concatenate(res.multipliers), lamstar,
+                               atol=100 * tol)
+    funs = [c["fun"] if isinstance(c, dict) else c.fun for c in cons]
+    if "bound_multipliers" in res or bounds is None:
+        np.testing.assert_allclose(kkt_residual(f, funs, res), 0,
+                                   atol=1e3 * tol)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_a_vector_constraint_on_a_matrix_x(method):
+    # min |x|^2 subject to A vec(x) = b: x = A^T (A A^T)^-1 b, and from
+    # 2 x = A^T lambda, lambda = 2 (A A^T)^-1 b
+    rng = np.random.default_rng(0)
+    A = rng.normal(size=(3, 6))
+    b = rng.normal(size=3)
+    AAt = A @ A.T
+    xstar = A.T @ np.linalg.solve(AAt, b)
+    lamstar = 2 * np.linalg.solve(AAt, b)
+    cons = {"type": "eq", "fun": lambda x, A, b: A @ np.reshape(x, -1) - b,
+            "args": (A, b)}
+    res = ad.minimize(lambda x: np.sum(x ** 2), np.ones((2, 3)), method=method,
+                      constraints=cons)
+    assert res.success, res.message
+    assert res.x.shape == (2, 3)
+    np.testing.assert_allclose(res.x.reshape(-1), xstar, atol=10 * xtol(method))
+    np.testing.assert_allclose(res.multipliers[0], lamstar,
+                               atol=100 * xtol(method))
+
+
+@needs_ipopt
+def test_ipopt_bounds_only_and_a_scalar_x():
+    # (x - 3)^2 per element with x0 <= 1, x1 >= 0, -5 <= x2 <= 5: x = (1, 3, 3)
+    # and z0 = grad f = 2 (1 - 3) = -4 (an active upper bound: z <= 0)
+    res = ad.minimize(lambda x: np.sum((x - 3) ** 2), np.zeros(3),
+                      method="ipopt", bounds=[(None, 1), (0, None), (-5, 5)])
+    np.testing.assert_allclose(res.x, [1, 3, 3], atol=1e-7)
+    np.testing.assert_allclose(res.bound_multipliers, [-4, 0, 0], atol=1e-6)
+    assert res.multipliers == []
+    # a float x, a float constraint: 1 - x >= 0, x = 1, lambda = 4
+    res = ad.minimize(lambda x: (x - 3) ** 2, 0.0, method="ipopt",
+                      constraints={"type": "ineq", "fun": lambda x: 1 - x})
+    assert isinstance(res.x, float) and abs(res.x - 1) < 1e-7
+    np.testing.assert_allclose(res.multipliers[0], [4.0], atol=1e-6)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_a_linear_constraint_and_a_list_valued_constraint(method):
+    # min |x - (1, 2, 3)|^2 with x0 + x1 + x2 = 3 (LinearConstraint) and
+    # [x0 - x1, x2] >= 0 from a list: x = (0, 1, 2), the projection
+    # onto the plane, where neither listed constraint is active
+    cons = [so.LinearConstraint(np.ones((1, 3)), 3.0, 3.0),
+            {"type": "ineq", "fun": lambda x: [x[1] - x[0], x[2]]}]
+    res = ad.minimize(lambda x: np.sum((x - np.array([1.0, 2.0, 3.0])) ** 2),
+                      np.array([1.0, 1.0, 1.0]), method=method, constraints=cons)
+    assert res.success, res.message
+    np.testing.assert_allclose(res.x, [0, 1, 2], atol=10 * xtol(method))
+    np.testing.assert_allclose(res.multipliers[0], [-2.0], atol=100 * xtol(method))
+
+
+@needs_ipopt
+def test_ipopt_options_tol_and_callback():
+    seen = []
+    res = ad.minimize(hs071_f, HS071_X0, method="ipopt", bounds=[(1, 5)] * 4,
+                      constraints=HS071_CONSTRAINTS, callback=seen.append,
+                      options={"max_iter": 3})
+    assert res.status == -1 and not res.success      # Maximum_Iterations_Exceeded
+    assert res.nit == 3 and len(seen) == 4           # iterations 0 to 3
+    assert all(x.shape == (4,) for x in seen)
+
+    def stop(xk):
+        raise StopIteration
+    res = ad.minimize(hs071_f, HS071_X0, method="ipopt", bounds=[(1, 5)] * 4,
+                      constraints=HS071_CONSTRAINTS, callback=stop)
+    assert res.status == 5 and not res.success and "callback" in res.message
+    # a looser tol stops earlier; scipy's maxiter is IPOPT's max_iter
+    loose = ad.minimize(hs071_f, HS071_X0, method="ipopt", bounds=[(1, 5)] * 4,
+                        constraints=HS071_CONSTRAINTS, tol=1e-2)
+    assert loose.success and loose.nit <= 8
+    res = ad.minimize(hs071_f, HS071_X0, method="ipopt", bounds=[(1, 5)] * 4,
+                      constraints=HS071_CONSTRAINTS, options={"maxiter": 2})
+    assert res.nit == 2 and res.status == -1
+    # scipy's other callback form, and IPOPT's quasi-Newton Hessian (no
+    # Lagrangian recorded): the same optimum
+    results = []
+
+    def collect(intermediate_result):
+        results.append(intermediate_result)
+    res = ad.minimize(hs071_f, HS071_X0, method="ipopt", bounds=[(1, 5)] * 4,
+                      constraints=HS071_CONSTRAINTS, callback=collect,
+                      options={"hessian_approximation": "limited-memory"})
+    assert res.success and abs(res.fun - HS071_F) < 1e-6
+    assert len(results) == res.nit + 1 and results[-1].nit == res.nit
+    assert abs(results[-1].fun - res.fun) < 1e-9
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_a_constraint_that_depends_on_no_x(method):
+    # 1 >= 0 always holds: the minimum of |x|^2 is at 0 (its multiplier
+    # multiplies a zero Jacobian: any value satisfies the KKT conditions)
+    res = ad.minimize(lambda x: np.sum(x ** 2), np.ones(2), method=method,
+                      constraints={"type": "ineq", "fun": lambda x: 1.0})
+    assert res.success, res.message
+    np.testing.assert_allclose(res.x, 0, atol=10 * xtol(method))
+    assert res.multipliers[0].shape == (1,)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_a_constraint_whose_guard_flips_is_recorded_again(method):
+    # a branch: at x0 = -0.5 the recording takes the else side; the
+    # optimum (1, 1) of (x0 - 2)^2 + (x1 - 1)^2 with x0^2 <= 1 is on the
+    # other, where the constraint is recorded again
+    def c(x):
+        return 1 - (x[0] ** 2 if x[0] > 0 else -x[0])
+    res = ad.minimize(lambda x: (x[0] - 2) ** 2 + (x[1] - 1) ** 2,
+                      np.array([-0.5, 0.0]), method=method,
+                      constraints={"type": "ineq", "fun": c})
+    assert res.success, res.message
+    np.testing.assert_allclose(res.x, [1, 1], atol=1e-3)
+
+
+@needs_ipopt
+def test_a_flip_that_leaves_the_sparsity_structure_is_an_error():
+    # at x0 the constraint depends on x0 alone; past x2 = 0 on x1 alone,
+    # outside the structure IPOPT was given
+    def c(x):
+        return x[0] - 1 if x[2] > 0 else x[1] - 1
+
+    with pytest.raises(RuntimeError, match="outside the sparsity structure"):
+        ad.minimize(lambda x: x[0] ** 2 + (x[1] - 3) ** 2 + (x[2] + 1) ** 2,
+                    np.array([0.0, 0.0, 1.0]), method="ipopt",
+                    constraints={"type": "eq", "fun": c})
+
+
+# --- errors ---------------------------------------------------------------------
+
+ERROR_METHODS = [pytest.param("ipopt", marks=needs_ipopt), "SLSQP", "trust-constr"]
+
+
+@pytest.mark.parametrize("method", ERROR_METHODS)
+def test_bad_constraints_are_clear_errors(method):
+    def f(x):
+        return np.sum(x ** 2)
+
+    def shrinking(x):
+        # two values at x0, one past x0 = 0.5, where the optimum pulls x:
+        # the recording made there returns another shape
+        return x[:2] - 0.1 if x[0] > 0.5 else x[:1] - 0.1
+    x0 = np.ones(3)
+    with pytest.raises(ValueError, match="keep its shape"):
+        ad.minimize(f, x0, method=method,
+                    constraints={"type": "ineq", "fun": shrinking})
+    with pytest.raises(ValueError, match="type 'equal'"):
+        ad.minimize(f, x0, method=method, constraints={"type": "equal", "fun": f})
+    with pytest.raises(ValueError, match="constraint 1 .* not finite at x0"):
+        ad.minimize(f, x0, method=method, constraints=[
+            {"type": "eq", "fun": f}, {"type": "ineq", "fun": lambda x: x[0] + np.nan}])
+    with pytest.raises(ValueError, match=r"f\(x0\) is nan"):
+        ad.minimize(lambda x: np.sum(x) + np.nan, x0, method=method,
+                    constraints={"type": "eq", "fun": f})
+    with pytest.raises(ValueError, match="3 elements"):
+        ad.minimize(f, x0, method=method, bounds=[(0, 1)] * 2,
+                    constraints={"type": "eq", "fun": f})
+    with pytest.raises(ValueError, match="lower 2.0 > upper 1.0"):
+        ad.minimize(f, x0, method=method, bounds=[(2, 1)] * 3,
+                    constraints={"type": "eq", "fun": f})
+    with pytest.raises(TypeError, match="callable 'fun'"):
+        ad.minimize(f, x0, method=method, constraints={"type": "eq"})
+    with pytest.raises(TypeError, match="constraint 0 is a int"):
+        ad.minimize(f, x0, method=method, constraints=[3])
+    with pytest.raises(ValueError, match="lb > ub"):
+        ad.minimize(f, x0, method=method,
+                    constraints=so.NonlinearConstraint(lambda x: x[0], 1.0, 0.0))
+
+
+def test_a_method_without_constraints_refuses_them():
+    for method in ("L-BFGS-B", "BFGS", "lbfgs"):
+        with pytest.raises(ValueError, match="takes no constraints"):
+            ad.minimize(lambda x: np.sum(x ** 2), np.ones(2), method=method,
+                        constraints={"type": "eq", "fun": lambda x: x[0]})
+
+
+@needs_ipopt
+def test_ipopt_refuses_an_unknown_option_by_name():
+    with pytest.raises(ValueError, match="option no_such_option"):
+        ad.minimize(lambda x: np.sum(x ** 2), np.ones(2), method="ipopt",
+                    options={"no_such_option": 1})
+
+
+def test_ipopt_without_cyipopt_says_what_to_install(monkeypatch):
+    monkeypatch.setitem(sys.modules, "cyipopt", None)   # import fails
+    with pytest.raises(ImportError, match=r"pip install pyautodiff\[ipopt\]"):
+        ad.minimize(lambda x: np.sum(x ** 2), np.ones(2), method="ipopt")
