@@ -25,6 +25,7 @@ import contextlib
 
 import numpy as np
 
+from . import pytree
 from .array import Array, _asarray, _constant_result, _holds_traced
 from .extern import record_extern
 from .linalg import _Rule, _lifted
@@ -266,6 +267,35 @@ def _untraced(func):
     return checked
 
 
+def _with_flat_args(args):
+    """(wrap, leaves) for args holding nests of traced values: leaves are
+    the nests' leaves one by one, and wrap(func) takes them and calls func
+    with the nests rebuilt."""
+    structures, leaves = [], []
+    for a in args:
+        if isinstance(a, (list, tuple, dict)) and _traced(a):
+            parts, structure = pytree.flatten(a, f"{NAME}: args")
+            structures.append((structure, len(parts)))
+            leaves += parts
+        else:
+            structures.append((None, 1))
+            leaves.append(a)
+
+    def rebuilt(flat):
+        out, at = [], 0
+        for structure, count in structures:
+            part = flat[at:at + count]
+            out.append(part[0] if structure is None else pytree.unflatten(structure, part))
+            at += count
+        return out
+
+    def wrap(func):
+        def flat_func(first, second, *flat):      # (y, t) or, tfirst, (t, y)
+            return func(first, second, *rebuilt(flat))
+        return flat_func
+    return wrap, tuple(leaves)
+
+
 def odeint(func, y0, t, args=(), Dfun=None, col_deriv=0, full_output=0, ml=None,
            mu=None, rtol=None, atol=None, tcrit=None, h0=0.0, hmax=0.0, hmin=0.0,
            ixpr=0, mxstep=0, mxhnil=0, mxordn=12, mxords=5, printmessg=0,
@@ -278,6 +308,11 @@ def odeint(func, y0, t, args=(), Dfun=None, col_deriv=0, full_output=0, ml=None,
     ml, mu), which is func's Jacobian, only the solution's."""
     if not isinstance(args, tuple):
         args = (args,)
+    if any(isinstance(a, (list, tuple, dict)) and _traced(a) for a in args):
+        # nests of traced numbers (a network's list of (W, b) pairs): func
+        # is given them rebuilt from their leaves, each leaf an arg
+        wrap, args = _with_flat_args(args)
+        func, Dfun = wrap(func), (wrap(Dfun) if Dfun is not None else None)
     # the options of the integration itself (the derivatives' too)
     options = dict(rtol=rtol, atol=atol, tcrit=tcrit, h0=h0, hmax=hmax, hmin=hmin,
                    ixpr=ixpr, mxstep=mxstep, mxhnil=mxhnil, mxordn=mxordn,

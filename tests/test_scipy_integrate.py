@@ -225,3 +225,39 @@ def test_scipys_own_odeint_warns():
     t = np.linspace(0.0, 1.0, 3)
     with pytest.warns(ad.DetachWarning):
         ad.grad(lambda y: np.sum(si.odeint(lambda y, s: -y, y, t)))(np.ones(2))
+
+
+def test_nested_parameters_in_args_as_autograds_ode_net():
+    """args holding a network's list of (W, b) pairs, as autograd's ode_net
+    example passes them: the gradient keeps their structure."""
+    ag = pytest.importorskip("autograd")
+    from autograd.scipy.integrate import odeint as ag_odeint
+
+    def f(npm):
+        def rhs(y, t, params, scale):
+            (W, b), (V, c) = params
+            return scale * npm.tanh(npm.dot(npm.tanh(npm.dot(y, W) + b), V) + c)
+        return rhs
+
+    rng = np.random.default_rng(3)
+    params = [(0.3 * rng.normal(size=(2, 3)), 0.1 * rng.normal(size=3)),
+              (0.3 * rng.normal(size=(3, 2)), 0.1 * rng.normal(size=2))]
+    y0, t = np.array([1.0, -0.5]), np.linspace(0.0, 1.0, 4)
+
+    def loss(solve, npm, pack=tuple):
+        # autograd needs its own tuple to trace through a container
+        return lambda p: npm.sum(solve(f(npm), y0, t, pack((p, 0.7)))[-1] ** 2)
+
+    import autograd.builtins
+    import autograd.numpy as anp
+    got = ad.grad(loss(odeint, np))(params)
+    want = ag.grad(loss(ag_odeint, anp, autograd.builtins.tuple))(params)
+    assert isinstance(got, list) and isinstance(got[1], tuple)
+    for a, b in zip(ad.pytree.flatten(got)[0], ad.pytree.flatten(want)[0]):
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-9)
+
+    def by_scale(s):
+        return np.sum(odeint(f(np), y0, t, (params, s))[-1] ** 2)
+    h = 1e-5
+    assert ad.grad(by_scale)(0.7) == pytest.approx(
+        (by_scale(0.7 + h) - by_scale(0.7 - h)) / (2 * h), rel=1e-5)
