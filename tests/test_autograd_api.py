@@ -669,3 +669,33 @@ def test_lists_of_traced_numbers_as_autograd_takes_them():
     # second order through the lists, and plain lists stay NumPy's
     assert abs(pag.grad(pag.grad(lambda x: pnp.mean([x ** 3, x])))(2.0) - 6.0) < 1e-12
     assert pnp.mean([1.0, 2.0]) == 1.5 and isinstance(pnp.mean([1.0, 2.0]), onp.float64)
+
+
+# -- misc.fixed_points ---------------------------------------------------------
+
+def test_fixed_point_derivatives_are_the_implicit_functions():
+    from pyautodiff.autograd.misc.fixed_points import fixed_point
+
+    def newton(a):
+        return lambda x: 0.5 * (x + a / x)
+
+    def distance(x, y):
+        return pnp.max(pnp.abs(x - y))
+
+    def root(a):
+        return fixed_point(newton, a, 3.0 * pnp.ones_like(a), distance, 1e-13)
+
+    # sqrt and its derivative, to the iteration's tolerance
+    assert root(2.0) == pytest.approx(2.0 ** 0.5, rel=1e-13)
+    assert pag.grad(root)(2.0) == pytest.approx(0.5 * 2.0 ** -0.5, rel=1e-10)
+    with pytest.raises(NotImplementedError, match="fixed_point: derivatives of second"):
+        pag.grad(pag.grad(root))(2.0)
+    # elementwise on an array, against autograd's own fixed_point
+    from autograd.misc.fixed_points import fixed_point as ag_fixed_point
+    a = onp.array([0.5, 2.0, 9.0])
+    w = onp.array([1.0, -2.0, 0.5])
+    ours = pag.grad(lambda b: pnp.sum(root(b) * w))(a)
+    theirs = autograd.grad(lambda b: anp.sum(ag_fixed_point(
+        newton, b, 3.0 + 0.0 * b, lambda x, y: anp.max(anp.abs(x - y)), 1e-13) * w))(a)
+    onp.testing.assert_allclose(ours, theirs, rtol=1e-10)
+    onp.testing.assert_allclose(ours, 0.5 * w / onp.sqrt(a), rtol=1e-10)
