@@ -293,3 +293,13 @@ def test_the_autograd_dropin():
     np.testing.assert_allclose(
         grad(lambda m: multivariate_normal.logpdf(XS[0], m, COV))(MEAN),
         np.linalg.solve(COV, XS[0] - MEAN), rtol=1e-12)
+
+
+def test_dirichlet_rvs_as_autograds():
+    import pyautodiff.autograd.scipy.stats as pstats
+    alpha = np.array([1.0, 2.0, 3.0])
+    x = pstats.dirichlet.rvs(alpha, size=2, random_state=0)
+    assert x.shape == (2, 3) and np.allclose(x.sum(axis=1), 1.0)
+    assert np.array_equal(x, st.dirichlet.rvs(alpha, size=2, random_state=0))
+    with pytest.raises(NotImplementedError, match="dirichlet.rvs"):
+        ad.grad(lambda a: pstats.dirichlet.rvs(a)[0, 0])(alpha)
