@@ -320,8 +320,24 @@ def _singular_logpdf(diff, cov, dim):
     return _array.where(~off, out, -np.inf) if off.any() else out
 
 
+def _mvn_entropy(mean=None, cov=1, allow_singular=False):
+    """(k (1 + log 2 pi) + log det cov) / 2: no derivative in mean."""
+    if allow_singular:
+        raise NotImplementedError("scipy.stats.multivariate_normal.entropy with "
+                                  "allow_singular=True (a pseudo-determinant)")
+    cov = _array._asarray(cov)
+    if cov.ndim == 2:
+        k, logdet = cov.shape[0], np.linalg.slogdet(cov)[1]
+    elif cov.ndim == 1:                 # the diagonal
+        k, logdet = cov.shape[0], np.sum(np.log(cov))
+    else:                               # a multiple of the identity
+        k = int(np.size(_array._plain(mean))) if mean is not None else 1
+        logdet = k * np.log(cov)
+    return 0.5 * (k * (1.0 + np.log(2.0 * np.pi)) + logdet)
+
+
 multivariate_normal = _distribution(
-    "multivariate_normal", logpdf=_mvn_logpdf,
+    "multivariate_normal", logpdf=_mvn_logpdf, entropy=_mvn_entropy,
     pdf=lambda x, mean=None, cov=1, allow_singular=False:
         np.exp(_mvn_logpdf(x, mean, cov, allow_singular)))
 

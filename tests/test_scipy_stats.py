@@ -303,3 +303,24 @@ def test_dirichlet_rvs_as_autograds():
     assert np.array_equal(x, st.dirichlet.rvs(alpha, size=2, random_state=0))
     with pytest.raises(NotImplementedError, match="dirichlet.rvs"):
         ad.grad(lambda a: pstats.dirichlet.rvs(a)[0, 0])(alpha)
+
+
+def test_multivariate_normal_entropy():
+    import pyautodiff.autograd.scipy.stats as pstats
+    rng = np.random.default_rng(0)
+    a = rng.normal(size=(4, 4))
+    cov, mean = a @ a.T + np.eye(4), rng.normal(size=4)
+    for c in (cov, np.diag(cov), 2.0):
+        got = pstats.multivariate_normal.entropy(mean, ad.Array(np.asarray(c)))
+        assert float(got) == pytest.approx(st.multivariate_normal.entropy(mean, c), rel=1e-13)
+    # d/dcov (log det cov) / 2 = cov^-T / 2, as autograd's
+    g = ad.grad(lambda c: pstats.multivariate_normal.entropy(mean, c))(cov)
+    np.testing.assert_allclose(g, 0.5 * np.linalg.inv(cov).T, rtol=1e-12)
+    ag = pytest.importorskip("autograd")
+    import autograd.scipy.stats as astats
+    np.testing.assert_allclose(
+        g, ag.grad(lambda c: astats.multivariate_normal.entropy(mean, c))(cov), rtol=1e-12)
+    h = ad.hessian(lambda c: pstats.multivariate_normal.entropy(mean, c))(np.diag(cov))
+    np.testing.assert_allclose(h, np.diag(-0.5 / np.diag(cov) ** 2), rtol=1e-12)
+    with pytest.raises(NotImplementedError, match="allow_singular"):
+        pstats.multivariate_normal.entropy(mean, ad.Array(cov), allow_singular=True)
