@@ -65,6 +65,11 @@ def _square(a, b=None):
     return a.ndim == 2 and a.shape[0] == a.shape[1]
 
 
+# the elements apart: where two are equal, an order statistic (sort,
+# median, ptp) has no derivative, and conventions differ
+_DISTINCT = "np.min(np.diff(np.sort(np.ravel({a}))), initial=1.0) - 1e-3"
+
+
 def _spd(name, a):
     """A well-conditioned symmetric positive definite matrix made of the
     matrix a, called name in the source."""
@@ -101,6 +106,18 @@ CATALOGUE = [
     Entry("cumsum", "np.cumsum({a}, axis={ax})", params=_axis),
     Entry("max", "np.max({a}, axis={ax})", fits=lambda a, b=None: a.size > 0, params=_axis),
     Entry("norm", "np.linalg.norm({a})", guard="np.linalg.norm({a}) - 1e-2"),
+    Entry("ptp", "np.ptp({a}, axis={ax})", params=_axis, guard=_DISTINCT),
+    Entry("average", "np.average({a}, axis=0, weights=np.arange(1.0, {a}.shape[0] + 1))",
+          fits=_nd(1)),
+    Entry("median", "np.median({a}, axis={ax})", params=_axis, guard=_DISTINCT),
+    Entry("cumprod", "np.cumprod({a}, axis={ax})", params=_axis),
+    Entry("diff", "np.diff({a}, axis={ax})", fits=lambda a, b=None: a.ndim and min(a.shape) > 1,
+          params=_axis),
+    Entry("gradient", "np.gradient({a}, axis={ax})",
+          fits=lambda a, b=None: a.ndim and min(a.shape) > 1, params=_axis),
+    Entry("sort", "np.sort({a}, axis={ax})", params=_axis, guard=_DISTINCT),
+    Entry("nansum", "np.nansum({a}, axis={ax})", params=_axis),
+    Entry("logaddexp.reduce", "np.logaddexp.reduce({a}, axis={ax})", fits=_nd(1), params=_axis),
     # shapes, stacking, indexing
     Entry("transpose", "np.transpose({a})"),
     Entry("ravel", "np.ravel({a})"),
