@@ -16,6 +16,7 @@ import time
 
 from bench import arrays, dropin, linalg, memory, minimize, nested, optimizers, replay, scalar  # noqa: F401  (register their problems)
 from bench import sparse_hessian  # noqa: F401
+from bench import sparse_jacobian  # noqa: F401
 from bench import constrained  # noqa: F401
 from bench.backends import load_backends
 from bench.registry import PROBLEMS, Unsupported
