@@ -11,96 +11,9 @@ import pytest
 
 import pyautodiff as ad
 from pyautodiff import sparse
+from pyautodiff.testing import fuzz_sparse
 
 scipy_sparse = pytest.importorskip("scipy.sparse")
-
-
-# -- a small random-program generator --------------------------------------------------
-
-def _cumsum_op():
-    """A custom op (dense default rule; linear, with a jvp)."""
-    return ad.custom_op(lambda a: np.cumsum(a),
-                        lambda g, out, a: (np.cumsum(g[::-1])[::-1],),
-                        jvp=lambda ts, out, a: np.cumsum(ts[0]))
-
-
-UNARY = [ad.sin, ad.exp, ad.tanh, lambda a: a ** 2, lambda a: ad.log(a * a + 0.5),
-         lambda a: ad.sqrt(a * a + 1.0), lambda a: 1.0 / (a * a + 1.0),
-         lambda a: a * 3.0 - 1.0, lambda a: -a, ad.arctan, ad.abs]
-BINARY = [lambda a, b: a + b, lambda a, b: a - b, lambda a, b: a * b,
-          lambda a, b: a / (b * b + 1.0), ad.maximum,
-          lambda a, b: ad.where(a > b, a * a, b), ad.hypot, ad.arctan2]
-
-
-def _shape_ops(rng, a):
-    """Gathers, scatters and reshapes of a: (name, function) that fit."""
-    out = []
-    if a.ndim >= 1 and a.shape[-1] > 1:
-        out += [lambda: a[..., 1:], lambda: a[..., ::-1],
-                lambda: a[..., rng.integers(0, a.shape[-1], 4)]]
-    if a.ndim == 2:
-        out += [lambda: a.T, lambda: ad.reshape(a, (-1,)),
-                lambda: ad.concatenate([a, a[:1] * 2.0], axis=0)]
-    if a.ndim == 1:
-        out += [lambda: ad.concatenate([a[1:], a[:2]]),
-                lambda: ad.stack([a, ad.sin(a)])]
-    return out
-
-
-def random_program(rng, n, hessian):
-    """f(x) for x of size n: a pool of nodes grown by random ops over
-    every kind (elementwise with broadcasting, reductions, gathers,
-    scatters, reshapes, where/maximum, matmul, a custom op), the result a
-    vector (Jacobian) or a scalar (Hessian)."""
-    steps = []
-    for _ in range(rng.integers(3, 9)):
-        steps.append((rng.integers(0, 7), rng.integers(0, 1 << 30)))
-    pick_out = rng.integers(0, 1 << 30)
-    const = rng.normal(size=(3, n))
-
-    def f(x):
-        pool = [x, ad.reshape(x, (2, n // 2))]
-        for kind, s in steps:
-            r = np.random.default_rng(s)
-            a = pool[r.integers(len(pool))]
-            if kind == 0:
-                pool.append(UNARY[r.integers(len(UNARY))](a))
-            elif kind == 1:
-                same = [b for b in pool if b.shape == a.shape or b.ndim == 0
-                        or (a.ndim == 2 and b.shape == (a.shape[1],))]
-                b = same[r.integers(len(same))]
-                pool.append(BINARY[r.integers(len(BINARY))](a, b))
-            elif kind == 2 and a.ndim >= 1:
-                axis = int(r.integers(a.ndim))
-                red = [lambda: ad.sum(a, axis=axis), lambda: ad.max(a, axis=axis),
-                       lambda: ad.logsumexp(a, axis=axis), lambda: a.mean(axis=axis,
-                                                                          keepdims=True)]
-                pool.append(red[r.integers(len(red))]())
-            elif kind == 3:
-                moves = _shape_ops(r, a)
-                if moves:
-                    pool.append(moves[r.integers(len(moves))]())
-            elif kind == 4 and a.ndim == 1 and a.shape[0] == n:
-                pool.append(const @ a if r.integers(2) else ad.tanh(const @ a))
-            elif kind == 5 and a.ndim == 2 and a.shape[1] == n // 2:
-                b = ad.reshape(x, (n // 2, 2))
-                pool.append(a @ b)
-            elif kind == 6 and a.ndim == 1 and not hessian:
-                pool.append(_cumsum_op()(a))
-        r = np.random.default_rng(pick_out)
-        chosen = [pool[k] for k in r.choice(len(pool), size=min(3, len(pool)),
-                                            replace=False)]
-        if hessian:
-            total = ad.sum(ad.sin(chosen[0]))
-            for c in chosen[1:]:
-                total = total + ad.sum(c * c) * 0.5
-            return total + ad.sum(pool[-1] ** 2)
-        return ad.concatenate([ad.reshape(c, (-1,)) for c in chosen + [pool[-1]]])
-    return f
-
-
-def _dense(M, rows, cols):
-    return np.reshape(M, (rows, cols))
 
 
 def _close(got, want):
@@ -108,82 +21,38 @@ def _close(got, want):
     np.testing.assert_allclose(got, want, rtol=0, atol=1e-12 * scale)
 
 
-# -- independent checks of colourings ---------------------------------------------------
+# the colourings, checked independently of the C code (fuzz_sparse.py)
 
 def check_column_colouring(P, color):
-    """Columns of one colour share no row (structurally orthogonal)."""
-    P = scipy_sparse.csr_array(P)
-    for r in range(P.shape[0]):
-        cols = P.indices[P.indptr[r]:P.indptr[r + 1]]
-        assert len(set(color[cols])) == len(cols), f"row {r}"
+    assert fuzz_sparse.column_colouring_problems(P, color) == []
 
 
 def check_star_colouring(P, color):
-    """A proper colouring of the graph of P (no diagonal) in which every
-    path on four vertices has at least three colours."""
-    P = scipy_sparse.csr_array(P)
-    adj = [set(P.indices[P.indptr[i]:P.indptr[i + 1]]) - {i} for i in range(P.shape[0])]
-    for b in range(len(adj)):
-        for c in adj[b]:
-            assert color[b] != color[c], (b, c)
-            for a in adj[b] - {c}:
-                for d in adj[c] - {b, a}:
-                    assert not (color[a] == color[c] and color[b] == color[d]), \
-                        (a, b, c, d)
+    assert fuzz_sparse.star_colouring_problems(P, color) == []
 
 
-# -- random programs ------------------------------------------------------------------------
+# -- random programs (the generator and checks of the sparse fuzzer) ----------------------
 
 @pytest.mark.parametrize("seed", range(40))
 def test_random_jacobians(seed):
-    rng = np.random.default_rng(seed)
-    n = 6
-    f = random_program(rng, n, hessian=False)
-    x = rng.normal(size=n)
-    dense = ad.jacobian(f)(x)
-    dense = _dense(dense, dense.size // n, n)
-    P = ad.jacobian_sparsity(f)(x)
-    assert P.dtype == bool and P.shape == dense.shape
-    assert not (np.abs(dense) > 0)[~P.toarray()].any(), "a nonzero outside the pattern"
-    J = ad.sparse_jacobian(f)(x)
-    assert isinstance(J, scipy_sparse.csr_array) and J.dtype == np.float64
-    _close(J.toarray(), dense)
-    F = ad.record(f, x)
-    assert (F.jacobian_sparsity() != P).nnz == 0
-    x2 = x + 0.01 * rng.normal(size=n)
-    try:
-        want = ad.jacobian(f)(x2)
-    except Exception:
-        return
-    try:
-        got = F.sparse_jacobian(x2)
-    except ad.BranchError:
-        return
-    _close(got.toarray(), _dense(want, want.size // n, n))
-    plan = sparse.recorded_plan(F, "jacobian", "test")
-    if plan.by_rows:
-        check_column_colouring(P.T, plan.color)
-    else:
-        check_column_colouring(P, plan.color)
+    assert fuzz_sparse.check_program(np.random.default_rng(seed), 6, hessian=False) == []
 
 
 @pytest.mark.parametrize("seed", range(40))
 def test_random_hessians(seed):
-    rng = np.random.default_rng(1000 + seed)
-    n = 6
-    f = random_program(rng, n, hessian=True)
-    x = rng.normal(size=n)
-    dense = _dense(ad.hessian(f)(x), n, n)
-    P = ad.hessian_sparsity(f)(x)
-    A = P.toarray()
-    assert (A == A.T).all()
-    assert not (np.abs(dense) > 0)[~A].any(), "a nonzero outside the pattern"
-    H = ad.sparse_hessian(f)(x)
-    _close(H.toarray(), dense)
-    F = ad.record(f, x)
-    got = F.sparse_hessian(x)
-    _close(got.toarray(), dense)
-    check_star_colouring(P, sparse.recorded_plan(F, "hessian", "test").color)
+    assert fuzz_sparse.check_program(np.random.default_rng(1000 + seed), 6,
+                                     hessian=True) == []
+
+
+def test_the_checks_reject_bad_colourings():
+    # a path 0-1-2-3: columns 0, 1 share row 0; two colours alternating
+    # are proper but not a star colouring, three are
+    P = scipy_sparse.csr_array(np.array([[1, 1, 0, 0], [1, 0, 1, 0], [0, 1, 0, 1],
+                                         [0, 0, 1, 0]], bool))
+    assert fuzz_sparse.column_colouring_problems(P, np.array([0, 0, 1, 2]))
+    assert fuzz_sparse.star_colouring_problems(P, np.array([0, 1, 0, 1]))
+    assert fuzz_sparse.star_colouring_problems(P, np.array([0, 0, 1, 2]))
+    assert fuzz_sparse.star_colouring_problems(P, np.array([0, 1, 2, 0])) == []
 
 
 # -- known patterns -------------------------------------------------------------------------
@@ -263,7 +132,7 @@ def test_custom_op_with_sparsity_rule():
     x = np.arange(5.0)
     np.testing.assert_array_equal(ad.jacobian_sparsity(op)(x).toarray(), np.eye(5, dtype=bool))
     _close(ad.sparse_jacobian(op)(x).toarray(), 2.0 * np.eye(5))
-    dense_op = _cumsum_op()
+    dense_op = fuzz_sparse.cumsum_op()
     assert ad.jacobian_sparsity(dense_op)(x).toarray().all()
 
 
@@ -303,7 +172,7 @@ def test_nan_and_shape_errors():
 def test_first_order_custom_op_in_a_hessian():
     # ad.sparse_hessian takes each product from ad.hvp, which differentiates
     # the op's vjp; a recording's one-sweep products cannot, and say so
-    op = _cumsum_op()
+    op = fuzz_sparse.cumsum_op()
     f = lambda x: ad.sum(op(x[:2]) ** 2) + ad.sum(ad.sin(x[2:]))   # noqa: E731
     x = np.array([0.5, -1.0, 2.0, 1.5])
     H = ad.sparse_hessian(f)(x)

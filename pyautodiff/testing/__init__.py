@@ -31,10 +31,12 @@ hessian) computed by them.
 The differential fuzzers run random programs on the tape and on the
 oracles: ``python -m pyautodiff.testing.fuzz --kind all`` (fuzz.py;
 fuzz_scalars.py, fuzz_arrays.py and fuzz_second.py are the three kinds),
-and ``--kind nested`` (fuzz_nested.py: nestings of the functional API
-against jets), also ``python -m bench.fuzz`` in a checkout.  ``pure.py``
-is a pure-Python engine with micrograd's semantics, the baseline of
-``python -m pyautodiff`` and of the benchmarks.
+``--kind nested`` (fuzz_nested.py: nestings of the functional API
+against jets) and ``--kind sparse`` (fuzz_sparse.py: sparse Jacobians
+and Hessians against dense ones), also ``python -m bench.fuzz`` in a
+checkout.  ``pure.py`` is a pure-Python engine with micrograd's
+semantics, the baseline of ``python -m pyautodiff`` and of the
+benchmarks.
 """
 from .check import check_grad
 from .dual import Dual, dual_grad

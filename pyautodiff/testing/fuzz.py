@@ -1,6 +1,6 @@
 """Differential fuzzing of the tape against the independent oracles.
 
-``python -m pyautodiff.testing.fuzz [--kind scalars|arrays|second|nested|all]
+``python -m pyautodiff.testing.fuzz [--kind scalars|arrays|second|nested|surface|sparse|all]
 [--examples N | --count N] [--seed S] [--strict]`` (``python -m bench.fuzz`` in a checkout) runs N
 random programs of each kind and reports how many were tried, skipped and
 how many disagreed; the exit status is 1 if any disagreed.  The kinds:
@@ -19,14 +19,18 @@ how many disagreed; the exit status is 1 if any disagreed.  The kinds:
   'grad(grad(f))' draws only that nesting;
 - surface (fuzz_surface.py): programs of NumPy calls (reductions, shapes,
   products, np.linalg ...) on pyautodiff.autograd against HIPS autograd,
-  refereed by central differences, to third order and replayed.
+  refereed by central differences, to third order and replayed;
+- sparse (fuzz_sparse.py): sparsity patterns, sparse Jacobians and
+  Hessians (eager and recorded) and their colourings against the dense
+  ad.jacobian / ad.hessian and independent checks of the colourings.
 ("all" runs scalars, arrays and second.)
 """
 import argparse
 import random
 import sys
 
-from . import fuzz_arrays, fuzz_nested, fuzz_scalars, fuzz_second, fuzz_surface
+from . import (fuzz_arrays, fuzz_nested, fuzz_scalars, fuzz_second, fuzz_sparse,
+               fuzz_surface)
 
 
 def main(argv=None, prog="python -m pyautodiff.testing.fuzz"):
@@ -34,13 +38,16 @@ def main(argv=None, prog="python -m pyautodiff.testing.fuzz"):
     ap.add_argument("--examples", "--count", type=int, default=10_000,
                     help="programs of each kind (default 10000)")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--kind", choices=("scalars", "arrays", "second", "nested", "surface", "all"),
+    ap.add_argument("--kind", choices=("scalars", "arrays", "second", "nested", "surface",
+                                       "sparse", "all"),
                     default="scalars",
                     help="scalar Value programs (default), array programs "
                          "(fuzz_arrays.py), second derivatives of scalar "
                          "programs (fuzz_second.py), nested derivatives "
                          "(fuzz_nested.py), NumPy's surface against autograd "
-                         "(fuzz_surface.py), or all but nested and surface")
+                         "(fuzz_surface.py), sparse derivatives against dense "
+                         "ones (fuzz_sparse.py), or all but nested, surface "
+                         "and sparse")
     ap.add_argument("--nesting", action="append", metavar="SHAPE",
                     help="nested: draw only this nesting, e.g. 'grad(grad(f))' "
                          "(outermost first; repeatable)")
@@ -76,6 +83,8 @@ def main(argv=None, prog="python -m pyautodiff.testing.fuzz"):
     if cfg.kind == "surface":
         bad += fuzz_surface.fuzz_surface(cfg.examples, cfg.seed, cfg.max_steps or 4
                                          )[0]["disagree"]
+    if cfg.kind == "sparse":
+        bad += fuzz_sparse.fuzz_sparse(cfg.examples, cfg.seed)["disagreed"]
     return 1 if bad else 0
 
 
