@@ -13,28 +13,14 @@ import time
 
 import numpy as np
 
-from bench.registry import Result, Unsupported, problem
-
-SIZES, QUICK_SIZES = (10 ** 4, 10 ** 5, 10 ** 6), (10 ** 3, 10 ** 4, 10 ** 5)
-
-
-def _sizes(cfg):
-    return QUICK_SIZES if cfg.quick else SIZES
-
-
-def _label(n):
-    return f"n = 1e{int(round(np.log10(n)))}"
-
-
-METRICS = {f"{what} {_label(n)}": "ms" for n in SIZES + QUICK_SIZES
-           for what in ("setup", "evaluation")}
-
+from bench.registry import problem
+from bench.sparse_common import METRICS, label as _label, run_sizes, sizes as _sizes
 
 def _point(n):
     return np.random.default_rng(0).uniform(-1.0, 2.0, n)
 
 
-def _pyautodiff(n):
+def _pyautodiff(n, first=False):
     import pyautodiff as ad
     from pyautodiff import sparse
     sparse._scipy_sparse()          # its import is no part of the setup
@@ -55,7 +41,7 @@ def _pyautodiff(n):
         f"{colours} colours"
 
 
-def _casadi(n):
+def _casadi(n, first=False):
     import casadi
     x0 = _point(n)
     t0 = time.perf_counter()
@@ -80,20 +66,5 @@ def _casadi(n):
               "and Hessian function. evaluation: one Hessian after that (a first, "
               "untimed, allocates scratch).")
 def sparse_hessian(backend, cfg):
-    run = {"pyautodiff": _pyautodiff, "casadi": _casadi}.get(backend.name)
-    if run is None:
-        raise Unsupported("no sparse Hessian here")
-    try:
-        import scipy.sparse  # noqa: F401
-    except ImportError:
-        raise Unsupported("scipy is not installed") from None
-    samples, check, notes = {}, {}, []
-    for n in _sizes(cfg):
-        setup, evaluation, nnz, total, note = run(n)
-        samples[f"setup {_label(n)}"] = [setup]
-        samples[f"evaluation {_label(n)}"] = [evaluation]
-        check[f"nonzeros {_label(n)}"] = float(nnz)
-        check[f"sum of H {_label(n)}"] = total
-        if note not in notes:
-            notes.append(note)
-    return Result(samples, check, "; ".join(notes))
+    return run_sizes(backend, cfg, {"pyautodiff": _pyautodiff, "casadi": _casadi},
+                     "Hessian", "H")

@@ -19,22 +19,10 @@ import time
 
 import numpy as np
 
-from bench.registry import Result, Unsupported, problem
+from bench.registry import problem
+from bench.sparse_common import METRICS, label as _label, run_sizes, sizes as _sizes
 
-SIZES, QUICK_SIZES = (10 ** 4, 10 ** 5, 10 ** 6), (10 ** 3, 10 ** 4, 10 ** 5)
 RTOL = 1e-12
-
-
-def _sizes(cfg):
-    return QUICK_SIZES if cfg.quick else SIZES
-
-
-def _label(n):
-    return f"n = 1e{int(round(np.log10(n)))}"
-
-
-METRICS = {f"{what} {_label(n)}": "ms" for n in SIZES + QUICK_SIZES
-           for what in ("setup", "evaluation")}
 
 
 def _point(n):
@@ -144,20 +132,6 @@ def _casadi(n, verify):
               "are checked at the smallest n against the Jacobian by hand and "
               "CasADi's.")
 def sparse_jacobian(backend, cfg):
-    run = {"pyautodiff": _pyautodiff, "casadi": _casadi}.get(backend.name)
-    if run is None:
-        raise Unsupported("no sparse Jacobian here")
-    try:
-        import scipy.sparse  # noqa: F401
-    except ImportError:
-        raise Unsupported("scipy is not installed") from None
-    samples, check, notes = {}, {}, []
-    for k, n in enumerate(_sizes(cfg)):
-        setup, evaluation, nnz, total, note = run(n, verify=k == 0)
-        samples[f"setup {_label(n)}"] = [setup]
-        samples[f"evaluation {_label(n)}"] = [evaluation]
-        check[f"nonzeros {_label(n)}"] = float(nnz)
-        check[f"sum of J {_label(n)}"] = total
-        if note not in notes:
-            notes.append(note)
-    return Result(samples, check, "; ".join(notes))
+    # the values are checked at the smallest n only (first)
+    return run_sizes(backend, cfg, {"pyautodiff": _pyautodiff, "casadi": _casadi},
+                     "Jacobian", "J")
