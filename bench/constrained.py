@@ -141,22 +141,25 @@ def _size(cfg):
 
 
 @problem("ipopt", METRICS, size=_size,
-         note="ipopt: ad.minimize(method='ipopt') (cyipopt's IPOPT, exact sparse "
-              "Jacobian and Lagrangian Hessian from recordings) against CasADi's "
-              "nlpsol('ipopt') (its own IPOPT build, symbolic derivatives), tol "
-              "1e-8. setup: pyautodiff's recordings of f, the constraints and the "
-              "Lagrangian, their sparsity patterns and colourings; CasADi's "
-              "graph and nlpsol. solve: the rest, IPOPT's run with its "
-              "callbacks. Same iterations, same optimum. The two IPOPTs "
-              "are different builds (cyipopt-wheels: IPOPT 3.14.11, MUMPS "
-              "5.5.1; CasADi's own): the linear algebra's share differs too.")
+         note="ipopt: ad.minimize(method='ipopt') (IPOPT's C interface, exact "
+              "sparse Jacobian and Lagrangian Hessian from recordings) against "
+              "CasADi's nlpsol('ipopt') (symbolic derivatives), tol 1e-8. setup: "
+              "pyautodiff's recordings of f, the constraints and the Lagrangian, "
+              "their sparsity patterns and colourings; CasADi's graph and "
+              "nlpsol. solve: the rest, IPOPT's run with its callbacks. Same "
+              "iterations, same optimum. pyautodiff runs the newest IPOPT "
+              "installed (or PYAUTODIFF_IPOPT_LIBRARY's): when it is CasADi's "
+              "own build, both sides run the same solver and the solve's gap "
+              "is the derivatives'; cyipopt-wheels' IPOPT 3.14.11 (MUMPS "
+              "5.5.1) solves the same KKT systems about 3x slower.")
 def ipopt(backend, cfg):
     sizes = QUICK_SIZES if cfg.quick else SIZES
     if backend.name == "pyautodiff":
+        from pyautodiff.ipopt_library import library
         try:
-            import cyipopt  # noqa: F401
+            notes_library = repr(library())
         except ImportError:
-            raise Unsupported("cyipopt is not installed (pip install "
+            raise Unsupported("no IPOPT library is installed (pip install "
                               "pyautodiff[ipopt])") from None
         import scipy.sparse  # noqa: F401  (imported once per process, not timed)
         lv = lambda n: _ad_run(*_ad_lv(n))                       # noqa: E731
@@ -164,9 +167,10 @@ def ipopt(backend, cfg):
     elif backend.name == "casadi":
         lv = lambda n: _casadi_run(_casadi_lv(n))                # noqa: E731
         hs = lambda: _casadi_run(_casadi_hs071)                  # noqa: E731
+        notes_library = "CasADi's own IPOPT"
     else:
         raise Unsupported("no IPOPT interface")
-    samples, check, notes = {}, {}, []
+    samples, check, notes = {}, {}, [notes_library]
     for n, scale in zip(sizes, SCALES):
         setup, solve, nit, fun, ok = lv(n)
         if not ok:

@@ -1,17 +1,18 @@
-"""``ad.minimize(method='ipopt')``: IPOPT (through cyipopt) with exact sparse
-derivatives.
+"""``ad.minimize(method='ipopt')``: IPOPT with exact sparse derivatives.
 
 IPOPT solves  min f(x)  s.t.  g_L <= g(x) <= g_U,  x_L <= x <= x_U.  It
 gets f and its gradient from f's recording (one C replay for both), g and
 its sparse Jacobian from the constraints' recording, and the sparse
 Hessian of its Lagrangian sigma f + lam . g from one recording of that
-Lagrangian (constrained.py), the structures once, at the start.
-cyipopt's ``Problem`` class is used directly: it needs no scipy.
+Lagrangian (constrained.py), the structures once, at the start.  IPOPT is
+called through its C interface (ipopt_library.py): its callbacks read x
+from IPOPT's memory and write the values into it, with no copy between.
 """
 import numpy as np
 
 from .constrained import (Problem, check_objective, parse_bounds,
                           parse_constraints)
+from .ipopt_library import ffi, library
 from .result import OptimizeResult, takes_intermediate_result
 
 # IPOPT's own options that this method sets unless options= says otherwise:
@@ -20,24 +21,48 @@ DEFAULT_OPTIONS = {"print_level": 0, "sb": "yes"}
 # scipy's option names, spelled as IPOPT spells them
 ALIASES = {"maxiter": "max_iter", "disp": "print_level"}
 SUCCESS = (0, 1)   # Solve_Succeeded, Solved_To_Acceptable_Level
-USER_STOP = 5      # User_Requested_Stop: the callback raised StopIteration
+USER_STOP = 5      # User_Requested_Stop: a callback returned false
+# IPOPT's ApplicationReturnStatus, in words
+MESSAGES = {
+    0: "Optimal Solution Found.",
+    1: "Solved To Acceptable Level.",
+    2: "Converged to a point of local infeasibility. Problem may be infeasible.",
+    3: "Search Direction is becoming Too Small.",
+    4: "Iterates diverging; problem might be unbounded.",
+    5: "Stopping optimization at current point as requested by user.",
+    6: "Feasible point for square problem found.",
+    -1: "Maximum Number of Iterations Exceeded.",
+    -2: "Restoration Failed!",
+    -3: "Error in step computation!",
+    -4: "Maximum CPU time exceeded.",
+    -5: "Maximum wallclock time exceeded.",
+    -10: "Problem has too few degrees of freedom.",
+    -11: "Problem has inconsistent variable bounds or constraint sides.",
+    -12: "Invalid option encountered.",
+    -13: "Invalid number in NLP function or derivative detected.",
+    -100: "Some uncaught Ipopt exception encountered.",
+    -101: "Unknown exception caught in Ipopt.",
+    -102: "Not enough memory.",
+    -199: "INTERNAL ERROR: Unknown SolverReturn value - Notify IPOPT Authors.",
+}
+INT32_MAX = 2 ** 31 - 1
 
 
-def _cyipopt():
-    try:
-        import cyipopt
-    except ImportError as exc:
-        raise ImportError(
-            "minimize(method='ipopt') runs IPOPT through cyipopt, which is not "
-            "installed: pip install pyautodiff[ipopt] (or pip install "
-            "cyipopt-wheels)") from exc
-    return cyipopt
+def _doubles(ptr, k):
+    """IPOPT's double[k] at ptr as a NumPy array (no copy)."""
+    return np.frombuffer(ffi.buffer(ptr, 8 * k), np.float64) if k else np.zeros(0)
+
+
+def _ints(ptr, k):
+    return np.frombuffer(ffi.buffer(ptr, 4 * k), np.int32)
 
 
 class _Callbacks:
-    """What cyipopt.Problem calls: the recordings' values and derivatives.
+    """What IPOPT calls back: the recordings' values and derivatives.
     IPOPT asks for f and its gradient (and g and its Jacobian) at the same x
-    one after the other: one replay answers both."""
+    one after the other: one replay answers both.  An exception is kept,
+    to be raised from minimize, and every later callback declines, which
+    stops IPOPT."""
 
     def __init__(self, objective, problem, callback, space):
         self.f_rec, self.problem = objective, problem
@@ -45,27 +70,16 @@ class _Callbacks:
         self._at = None
         self.nit = 0
         self.stopped = False
-        self.nlp = None
+        self.handle = None          # the IpoptProblem, while it solves
         self.error = None
 
-    def _value_and_grad(self, x):
+    def value_and_grad(self, x):
         if self._at is None or not np.array_equal(self._at[0], x):
-            f, g = self.f_rec.value_and_grad(x)
-            self._at = (np.array(x), f, g)
+            f, g = self.f_rec.value_and_grad(x.copy())
+            self._at = (x.copy(), f, g)
         return self._at[1], self._at[2]
 
-    def objective(self, x):
-        return self._value_and_grad(x)[0]
-
-    def gradient(self, x):
-        return self._value_and_grad(x)[1]
-
-    def constraints(self, x):
-        if self.problem.m == 0:
-            return np.zeros(0)
-        return self.problem.constraint_values(x)
-
-    def jacobianstructure(self):
+    def jacobian_structure(self):
         p = self.problem.jac_pattern
         if p is None:                   # no constraints
             return np.zeros(0, np.int64), np.zeros(0, np.int64)
@@ -76,28 +90,30 @@ class _Callbacks:
         return p.rows, p.cols
 
     def jacobian(self, x):
-        if self.problem.m == 0:
+        if self.problem.jac_pattern is None:
             return np.zeros(0)
         if self.problem.jac_pattern.nnz == 0:
             return np.zeros(1)
         return self.problem.jacobian_values(x)
 
-    def hessianstructure(self):
+    def hessian_structure(self):
         p = self.problem.hess_pattern
         if p is None:                   # hessian_approximation='limited-memory'
             return np.zeros(0, np.int64), np.zeros(0, np.int64)
         return p.rows, p.cols
 
-    def hessian(self, x, lagrange, obj_factor):
-        return self.problem.hessian_values(x, obj_factor, lagrange)
-
-    def intermediate(self, alg_mod, iter_count, obj_value, inf_pr, inf_du, mu,
-                     d_norm, regularization_size, alpha_du, alpha_pr,
-                     ls_trials):
+    def intermediate(self, iter_count, obj_value):
         self.nit = int(iter_count)
         if self.callback is None:
             return True
-        x = self.space.arg(self.nlp.get_current_iterate(scaled=False)["x"])
+        n, m = self.problem.n, self.problem.m
+        x = np.empty(n)
+        if not library().lib.GetIpoptCurrentIterate(
+                self.handle, False, n, ffi.from_buffer("double[]", x),
+                ffi.NULL, ffi.NULL, m, ffi.NULL, ffi.NULL):
+            raise RuntimeError("minimize(method='ipopt'): IPOPT did not give "
+                               "its current iterate to the callback")
+        x = self.space.arg(x)
         try:
             if takes_intermediate_result(self.callback):
                 self.callback(intermediate_result=OptimizeResult(
@@ -110,30 +126,103 @@ class _Callbacks:
         return True
 
 
-def _kept(method):
-    """The callback with its exception kept, to be raised from minimize
-    after IPOPT returns: cyipopt does not pass every one on (an error in a
-    structure callback ends up as IPOPT's 'Invalid option encountered')."""
-    def kept(self, *args):
+def _guarded(body):
+    """A C callback's body: the Python object from user_data, any exception
+    kept on it (IPOPT only sees false)."""
+    def callback(*args):
+        calls = ffi.from_handle(args[-1])
+        if calls.error is not None:
+            return False
         try:
-            return method(self, *args)
-        except Exception as exc:
-            if self.error is None:
-                self.error = exc
-            raise
-    kept.__name__ = method.__name__
-    return kept
+            return bool(body(calls, *args[:-1]))
+        except BaseException as exc:            # KeyboardInterrupt too
+            calls.error = exc
+            return False
+    return callback
 
 
-for _name in ("objective", "gradient", "constraints", "jacobianstructure",
-              "jacobian", "hessianstructure", "hessian", "intermediate"):
-    setattr(_Callbacks, _name, _kept(getattr(_Callbacks, _name)))
+def _structure(rows_cols, nele, iRow, jCol):
+    rows, cols = rows_cols
+    _ints(iRow, nele)[:] = rows
+    _ints(jCol, nele)[:] = cols
+
+
+def _eval_f(calls, n, x, new_x, obj_value):
+    obj_value[0] = calls.value_and_grad(_doubles(x, n))[0]
+    return True
+
+
+def _eval_grad_f(calls, n, x, new_x, grad_f):
+    _doubles(grad_f, n)[:] = calls.value_and_grad(_doubles(x, n))[1]
+    return True
+
+
+def _eval_g(calls, n, x, new_x, m, g):
+    if m:
+        _doubles(g, m)[:] = calls.problem.constraint_values(_doubles(x, n).copy())
+    return True
+
+
+def _eval_jac_g(calls, n, x, new_x, m, nele, iRow, jCol, values):
+    if values == ffi.NULL:
+        _structure(calls.jacobian_structure(), nele, iRow, jCol)
+    else:
+        _doubles(values, nele)[:] = calls.jacobian(_doubles(x, n).copy())
+    return True
+
+
+def _eval_h(calls, n, x, new_x, obj_factor, m, lam, new_lambda, nele, iRow,
+            jCol, values):
+    if values == ffi.NULL:
+        _structure(calls.hessian_structure(), nele, iRow, jCol)
+    elif calls.problem.hess_pattern is None:
+        return False
+    else:
+        _doubles(values, nele)[:] = calls.problem.hessian_values(
+            _doubles(x, n).copy(), obj_factor, _doubles(lam, m).copy())
+    return True
+
+
+def _intermediate(calls, alg_mod, iter_count, obj_value, *rest):
+    return calls.intermediate(iter_count, obj_value)
+
+
+# the C function pointers, made once: user_data says whose problem it is
+_C = {name: ffi.callback(ctype, _guarded(body)) for name, ctype, body in (
+    ("f", "Eval_F_CB", _eval_f), ("grad_f", "Eval_Grad_F_CB", _eval_grad_f),
+    ("g", "Eval_G_CB", _eval_g), ("jac_g", "Eval_Jac_G_CB", _eval_jac_g),
+    ("h", "Eval_H_CB", _eval_h), ("intermediate", "Intermediate_CB", _intermediate))}
+
+
+def _vector(v):
+    return ffi.from_buffer("double[]", np.ascontiguousarray(v, np.float64)) \
+        if len(v) else ffi.NULL
+
+
+def _set_option(lib, handle, name, value):
+    key = name.encode()
+    if isinstance(value, str):
+        ok = lib.AddIpoptStrOption(handle, key, value.encode())
+    elif isinstance(value, int):
+        if not -INT32_MAX <= value <= INT32_MAX:
+            raise ValueError(f"minimize(method='ipopt'): the option {name}="
+                             f"{value!r} does not fit IPOPT's int")
+        ok = lib.AddIpoptIntOption(handle, key, value)
+    elif isinstance(value, float):
+        ok = lib.AddIpoptNumOption(handle, key, value)
+    else:
+        raise TypeError(f"minimize(method='ipopt'): the option {name} takes a "
+                        f"str, int or float, not {type(value).__name__}")
+    if not ok:
+        raise ValueError(f"minimize(method='ipopt'): IPOPT refuses the option "
+                         f"{name}={value!r} (an unknown name, or a value of "
+                         "the wrong type or out of its range)")
 
 
 def minimize_ipopt(f, space, objective, bounds, constraints, tol, options,
                    callback):
     """IPOPT on f (objective: its minimize._Recording) from space.x0."""
-    cyipopt = _cyipopt()
+    ipopt = library()
     n = space.x0.size
     lb, ub = parse_bounds(bounds, n)
     if lb is None:
@@ -144,36 +233,59 @@ def minimize_ipopt(f, space, objective, bounds, constraints, tol, options,
     exact = opts.get("hessian_approximation", "exact") != "limited-memory"
     problem = Problem(f, space, cons, hessian=exact)
     calls = _Callbacks(objective, problem, callback, space)
-    nlp = cyipopt.Problem(n=n, m=problem.m, problem_obj=calls, lb=lb, ub=ub,
-                          cl=problem.lb, cu=problem.ub)
-    calls.nlp = nlp
-    for name, value in opts.items():
-        try:
-            nlp.add_option(name, value)
-        except (TypeError, ValueError) as exc:
-            raise ValueError(f"minimize(method='ipopt'): IPOPT refuses the "
-                             f"option {name}={value!r} ({exc})") from None
-    x, info = nlp.solve(space.x0.copy())
+    m = problem.m
+    nele_jac = calls.jacobian_structure()[0].size
+    nele_hess = calls.hessian_structure()[0].size
+    for what, size in (("variables", n), ("constraints", m),
+                       ("Jacobian's nonzeros", nele_jac),
+                       ("Hessian's nonzeros", nele_hess)):
+        if size > INT32_MAX:
+            raise ValueError(f"minimize(method='ipopt'): {size} {what}; "
+                             "IPOPT's indices are 32-bit")
+    # IPOPT keeps pointers to the bounds only during the call below
+    handle = ipopt.lib.CreateIpoptProblem(
+        n, _vector(lb), _vector(ub), m, _vector(problem.lb), _vector(problem.ub),
+        nele_jac, nele_hess, 0, _C["f"], _C["g"], _C["grad_f"], _C["jac_g"],
+        _C["h"])
+    if handle == ffi.NULL:
+        raise ValueError("minimize(method='ipopt'): IPOPT refused the problem "
+                         "(its sizes or bounds)")
+    try:
+        for name, value in opts.items():
+            _set_option(ipopt.lib, handle, name, value)
+        ipopt.lib.SetIntermediateCallback(handle, _C["intermediate"])
+        x = np.array(space.x0, dtype=np.float64)
+        g = np.zeros(m)
+        obj = ffi.new("double *")
+        mult_g, mult_x_L, mult_x_U = np.zeros(m), np.zeros(n), np.zeros(n)
+        calls.handle = handle
+        user_data = ffi.new_handle(calls)
+        status = ipopt.lib.IpoptSolve(
+            handle, _out(x), _out(g), obj, _out(mult_g),
+            _out(mult_x_L), _out(mult_x_U), user_data)
+    finally:
+        calls.handle = None
+        ipopt.lib.FreeIpoptProblem(handle)
     if calls.error is not None:
         raise calls.error
-    status = int(info["status"])
-    message = info["status_msg"]
-    if isinstance(message, bytes):
-        message = message.decode(errors="replace")
+    message = MESSAGES.get(status, f"IPOPT's status {status}")
     if calls.stopped:
         message = "stopped: the callback raised StopIteration"
     # IPOPT's multipliers are of f + lam . g - zL (x - xL) + zU (x - xU):
     # the user's convention (constrained.py) is grad f = J^T lambda + z
-    lam = -np.asarray(info["mult_g"], dtype=np.float64)
-    z = np.asarray(info["mult_x_L"], np.float64) - \
-        np.asarray(info["mult_x_U"], np.float64)
+    lam = -mult_g
+    z = mult_x_L - mult_x_U
     fun, jac = objective.value_and_grad(x)
     return OptimizeResult(
         x=space.arg(x), fun=float(fun), jac=space.arg(jac),
-        status=status, success=status in SUCCESS, message=message,
+        status=int(status), success=status in SUCCESS, message=message,
         nit=calls.nit, multipliers=problem.split(lam),
         bound_multipliers=space.arg(z),
-        constr=problem.split(np.asarray(info["g"], np.float64)))
+        constr=problem.split(g))
+
+
+def _out(v):
+    return ffi.from_buffer("double[]", v) if v.size else ffi.NULL
 
 
 def _options(tol, options):
