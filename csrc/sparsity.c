@@ -21,6 +21,37 @@
 #include "rules.h"
 #include "sparsity.h"
 
+/* -- allocations, with a fault hook for the tests: with
+ * ad_sparsity_fail_after = k >= 0, the allocations after the k-th fail
+ * (each failure must come back as AD_ENOMEM, nothing leaked or half
+ * written); -1, the default, never. ------------------------------------ */
+int64_t ad_sparsity_fail_after = -1;
+
+static int sp_fault(void)
+{
+    if (ad_sparsity_fail_after < 0)
+        return 0;
+    if (ad_sparsity_fail_after == 0)
+        return 1;
+    --ad_sparsity_fail_after;
+    return 0;
+}
+
+static void *sp_malloc(size_t n)
+{
+    return sp_fault() ? 0 : malloc(n);
+}
+
+static void *sp_calloc(size_t n, size_t size)
+{
+    return sp_fault() ? 0 : calloc(n, size);
+}
+
+static void *sp_realloc(void *p, size_t n)
+{
+    return sp_fault() ? 0 : realloc(p, n);
+}
+
 /* -- which first and second partials of an elementwise op can be nonzero:
  * rules.h's formulas, every one but the literal 0.0 -------------------- */
 enum { P_DA, P_DB, P_DAA, P_DAB, P_DBB, P_COUNT };
@@ -84,14 +115,14 @@ static int64_t *arena_take(sp_arena *a, int64_t n)
     if (n > a->left) {
         if (a->nblocks == a->cap) {
             const int64_t cap = a->cap ? 2 * a->cap : 16;
-            int64_t **b = realloc(a->blocks, (size_t)cap * sizeof *b);
+            int64_t **b = sp_realloc(a->blocks, (size_t)cap * sizeof *b);
             if (!b)
                 return 0;
             a->blocks = b;
             a->cap = cap;
         }
         const int64_t size = n > (1 << 18) ? n : (1 << 18);
-        if (!(a->next = malloc((size_t)size * sizeof *a->next)))
+        if (!(a->next = sp_malloc((size_t)size * sizeof *a->next)))
             return 0;
         a->blocks[a->nblocks++] = a->next;
         a->left = size;
@@ -492,7 +523,7 @@ static int fail_nomem(sp_ctx *s)
 
 static uint8_t *need_of(sp_ctx *s, int64_t j)
 {
-    if (!s->need[j] && !(s->need[j] = calloc((size_t)entry_size(s->t, j), 1)))
+    if (!s->need[j] && !(s->need[j] = sp_calloc((size_t)entry_size(s->t, j), 1)))
         s->status = AD_ENOMEM;
     return s->need[j];
 }
@@ -559,7 +590,7 @@ static void fill_edge(sp_ctx *s, int64_t ko, int side, int64_t ka)
  * memory.                                                               */
 static int64_t wide_unique(sp_ctx *s, int64_t *v, int64_t m)
 {
-    if (!s->seen && !(s->seen = calloc((size_t)s->ncols + 1, 1)))
+    if (!s->seen && !(s->seen = sp_calloc((size_t)s->ncols + 1, 1)))
         return -1;
     for (int64_t k = 0; k < m; ++k)
         s->seen[v[k]] = 1;
@@ -594,8 +625,8 @@ static int elementwise_merge(sp_ctx *s, int *status)
     const sp_sets *xb = eb && s->x_op[1]->ptr ? s->x_op[1] : 0;
     const int64_t total = (xa ? xa->ptr[size] : 0) + (xb ? xb->ptr[size] : 0);
     sp_sets *x = s->x_cur;
-    if (!(x->ptr = malloc((size_t)(size + 1) * sizeof *x->ptr)) ||
-        !(x->idx = malloc((size_t)(total ? total : 1) * sizeof *x->idx))) {
+    if (!(x->ptr = sp_malloc((size_t)(size + 1) * sizeof *x->ptr)) ||
+        !(x->idx = sp_malloc((size_t)(total ? total : 1) * sizeof *x->idx))) {
         *status = fail_nomem(s);
         return 1;
     }
@@ -621,7 +652,7 @@ static int elementwise_merge(sp_ctx *s, int *status)
             x->idx[top++] = *q++;
     }
     x->ptr[size] = top;
-    int64_t *shrunk = realloc(x->idx, (size_t)(top ? top : 1) * sizeof *shrunk);
+    int64_t *shrunk = sp_realloc(x->idx, (size_t)(top ? top : 1) * sizeof *shrunk);
     if (shrunk)
         x->idx = shrunk;
     *status = AD_OK;
@@ -680,8 +711,8 @@ static int build_sets(sp_ctx *s)
         return status;
     for (int64_t k = 0; k < size; ++k)
         cnt[k + 1] += cnt[k];
-    if (!(x->ptr = malloc((size_t)(size + 1) * sizeof *x->ptr)) ||
-        !(x->idx = malloc((size_t)(cnt[size] ? cnt[size] : 1) * sizeof *x->idx)))
+    if (!(x->ptr = sp_malloc((size_t)(size + 1) * sizeof *x->ptr)) ||
+        !(x->idx = sp_malloc((size_t)(cnt[size] ? cnt[size] : 1) * sizeof *x->idx)))
         return fail_nomem(s);
     memcpy(x->ptr, cnt, (size_t)(size + 1) * sizeof *cnt);
     status = for_each_edge(s, fill_edge);   /* cnt[k]: where k's set goes on */
@@ -705,7 +736,7 @@ static int build_sets(sp_ctx *s)
         }
     }
     x->ptr[size] = top;
-    int64_t *shrunk = realloc(x->idx, (size_t)(top ? top : 1) * sizeof *shrunk);
+    int64_t *shrunk = sp_realloc(x->idx, (size_t)(top ? top : 1) * sizeof *shrunk);
     if (shrunk)
         x->idx = shrunk;
     return AD_OK;
@@ -788,10 +819,10 @@ static int setup(sp_ctx *s, ad_tape *t, int64_t nin, const int64_t *in,
     int64_t maxsize = 1;
     for (int64_t j = 0; j < s->n; ++j)
         maxsize = entry_size(t, j) > maxsize ? entry_size(t, j) : maxsize;
-    s->X = calloc((size_t)(s->n ? s->n : 1), sizeof *s->X);
-    s->need = calloc((size_t)(s->n ? s->n : 1), sizeof *s->need);
-    s->xsp = malloc((size_t)(s->n ? s->n : 1) * sizeof *s->xsp);
-    s->count = malloc((size_t)(maxsize + 1) * sizeof *s->count);
+    s->X = sp_calloc((size_t)(s->n ? s->n : 1), sizeof *s->X);
+    s->need = sp_calloc((size_t)(s->n ? s->n : 1), sizeof *s->need);
+    s->xsp = sp_malloc((size_t)(s->n ? s->n : 1) * sizeof *s->xsp);
+    s->count = sp_malloc((size_t)(maxsize + 1) * sizeof *s->count);
     if (!s->X || !s->need || !s->xsp || !s->count)
         return fail_nomem(s);
     for (int64_t j = 0; j < s->n; ++j)
@@ -812,8 +843,8 @@ static int setup(sp_ctx *s, ad_tape *t, int64_t nin, const int64_t *in,
         if (x->ptr)
             return ad_fail(t, AD_EINVAL, j, "input entry %lld given twice",
                            (long long)j);
-        if (!(x->ptr = malloc((size_t)(size + 1) * sizeof *x->ptr)) ||
-            !(x->idx = malloc((size_t)size * sizeof *x->idx + 1)))
+        if (!(x->ptr = sp_malloc((size_t)(size + 1) * sizeof *x->ptr)) ||
+            !(x->idx = sp_malloc((size_t)size * sizeof *x->idx + 1)))
             return fail_nomem(s);
         /* a constant leaf moves nothing: its sets stay empty */
         const int var = is_variable(t, j);
@@ -842,7 +873,7 @@ static int run(sp_ctx *s, int64_t nout, const int64_t *out, int keep_outputs)
             return fail_nomem(s);
         memset(n, 1, (size_t)entry_size(t, out[k]));
     }
-    int64_t *last = malloc((size_t)(s->n ? s->n : 1) * sizeof *last);
+    int64_t *last = sp_malloc((size_t)(s->n ? s->n : 1) * sizeof *last);
     if (!last)
         return fail_nomem(s);
     for (int64_t j = 0; j < s->n; ++j)
@@ -912,8 +943,8 @@ int ad_jacobian_sparsity(ad_tape *t, int64_t nin, const int64_t *in,
             total += x->ptr[entry_size(t, out[k])];
     }
     int64_t *p = 0, *q = 0;
-    if (status == AD_OK && (!(p = malloc((size_t)(rows + 1) * sizeof *p)) ||
-                            !(q = malloc((size_t)(total ? total : 1) * sizeof *q)))) {
+    if (status == AD_OK && (!(p = sp_malloc((size_t)(rows + 1) * sizeof *p)) ||
+                            !(q = sp_malloc((size_t)(total ? total : 1) * sizeof *q)))) {
         s.cur = -1;
         status = fail_nomem(&s);
     }
@@ -952,7 +983,7 @@ int ad_hessian_sparsity(ad_tape *t, int64_t nin, const int64_t *in,
     *ptr = *idx = 0;
     *nnz = 0;
     int status = setup(&s, t, nin, in, 1, &out, nxsp, xsp, &ncols);
-    if (status == AD_OK && !(s.N = calloc((size_t)(ncols ? ncols : 1), sizeof *s.N))) {
+    if (status == AD_OK && !(s.N = sp_calloc((size_t)(ncols ? ncols : 1), sizeof *s.N))) {
         s.cur = -1;
         status = fail_nomem(&s);
     }
@@ -962,8 +993,8 @@ int ad_hessian_sparsity(ad_tape *t, int64_t nin, const int64_t *in,
     for (int64_t k = 0; k < ncols && status == AD_OK; ++k)
         total += (s.N[k].len = sort_unique(s.N[k].v, s.N[k].len));
     int64_t *p = 0, *q = 0;
-    if (status == AD_OK && (!(p = malloc((size_t)(ncols + 1) * sizeof *p)) ||
-                            !(q = malloc((size_t)(total ? total : 1) * sizeof *q)))) {
+    if (status == AD_OK && (!(p = sp_malloc((size_t)(ncols + 1) * sizeof *p)) ||
+                            !(q = sp_malloc((size_t)(total ? total : 1) * sizeof *q)))) {
         s.cur = -1;
         status = fail_nomem(&s);
     }
@@ -1014,8 +1045,8 @@ static int transpose(int64_t nrows, int64_t ncols, const int64_t *ptr,
                      const int64_t *idx, int64_t **tptr, int64_t **tidx)
 {
     const int64_t nnz = ptr[nrows];
-    int64_t *p = calloc((size_t)ncols + 2, sizeof *p);
-    int64_t *q = malloc((size_t)(nnz ? nnz : 1) * sizeof *q);
+    int64_t *p = sp_calloc((size_t)ncols + 2, sizeof *p);
+    int64_t *q = sp_malloc((size_t)(nnz ? nnz : 1) * sizeof *q);
     if (!p || !q) {
         free(p);
         free(q);
@@ -1037,7 +1068,7 @@ static int transpose(int64_t nrows, int64_t ncols, const int64_t *ptr,
  * largest first; ties in natural order), a counting sort.             */
 static int64_t *vertex_order(int64_t n, const int64_t *deg, int order)
 {
-    int64_t *v = malloc((size_t)(n ? n : 1) * sizeof *v);
+    int64_t *v = sp_malloc((size_t)(n ? n : 1) * sizeof *v);
     if (!v)
         return 0;
     if (order == 0 || n == 0) {
@@ -1048,7 +1079,7 @@ static int64_t *vertex_order(int64_t n, const int64_t *deg, int order)
     int64_t maxd = 0;
     for (int64_t k = 0; k < n; ++k)
         maxd = deg[k] > maxd ? deg[k] : maxd;
-    int64_t *start = calloc((size_t)maxd + 2, sizeof *start);
+    int64_t *start = sp_calloc((size_t)maxd + 2, sizeof *start);
     if (!start) {
         free(v);
         return 0;
@@ -1081,8 +1112,8 @@ int ad_color_columns(int64_t nrows, int64_t ncols, const int64_t *ptr,
     int64_t *cptr, *cidx;
     if (transpose(nrows, ncols, ptr, idx, &cptr, &cidx) != AD_OK)
         return AD_ENOMEM;
-    int64_t *deg = calloc((size_t)ncols + 1, sizeof *deg);
-    int64_t *forbidden = malloc(((size_t)ncols + 1) * sizeof *forbidden);
+    int64_t *deg = sp_calloc((size_t)ncols + 1, sizeof *deg);
+    int64_t *forbidden = sp_malloc(((size_t)ncols + 1) * sizeof *forbidden);
     int64_t *v = 0;
     int status = AD_ENOMEM;
     if (deg && forbidden) {
@@ -1131,8 +1162,8 @@ int ad_color_star(int64_t n, const int64_t *ptr, const int64_t *idx,
 {
     if (check_pattern(n, n, ptr, idx) != AD_OK)
         return AD_EINVAL;
-    int64_t *deg = calloc((size_t)n + 1, sizeof *deg);
-    int64_t *forbidden = malloc(((size_t)n + 1) * sizeof *forbidden);
+    int64_t *deg = sp_calloc((size_t)n + 1, sizeof *deg);
+    int64_t *forbidden = sp_malloc(((size_t)n + 1) * sizeof *forbidden);
     int64_t *v = 0;
     int status = AD_ENOMEM;
     if (deg && forbidden) {
@@ -1208,8 +1239,8 @@ int ad_recover_hessian(int64_t n, const int64_t *ptr, const int64_t *idx,
                        const int64_t *color, int64_t ncolors,
                        const double *B, double *data)
 {
-    int64_t *seen = malloc(((size_t)ncolors + 1) * sizeof *seen);
-    int64_t *times = malloc(((size_t)ncolors + 1) * sizeof *times);
+    int64_t *seen = sp_malloc(((size_t)ncolors + 1) * sizeof *seen);
+    int64_t *times = sp_malloc(((size_t)ncolors + 1) * sizeof *times);
     if (!seen || !times) {
         free(seen);
         free(times);

@@ -61,6 +61,8 @@ int ad_hessian_sparsity(ad_tape *t, int64_t nin, const int64_t *in,
                         const ad_extern_sparsity *xsp,
                         int64_t **ptr, int64_t **idx, int64_t *nnz);
 void ad_sparsity_free(void *p);
+/* Tests only: the allocations here after this many fail (-1: none do). */
+extern int64_t ad_sparsity_fail_after;
 
 /* Colourings of a pattern given in compressed rows (nrows, ncols, ptr,
  * idx); color gets one colour (0, 1, ...) per vertex, *ncolors how many.

@@ -3,6 +3,7 @@ long sweep running while other threads go on."""
 import threading
 import time
 
+import numpy as np
 import pytest
 
 import pyautodiff as ad
@@ -130,3 +131,68 @@ def test_real_allocation_failure_under_an_address_space_limit():
                           timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.split() == ["ok", "3.0"], proc.stdout
+
+
+def _sparse_program(x):
+    # broadcasting, a gather, a reduction, a matrix product (an extern
+    # entry with its own pattern) and a chain: every pass of the pattern
+    a = np.sin(x[:-1]) * x[1:] ** 2
+    M = np.reshape(x[:4], (2, 2))
+    return np.sum(a) + np.sum(M @ M) + np.max(np.exp(x[::2]))
+
+
+def _fails_then_succeeds(call, check):
+    """call() with the k-th allocation of the pattern and colouring code
+    failing, k = 0, 1, ... until none fails: each failure a MemoryError,
+    and the same call right after it right."""
+    from pyautodiff._ad_core import lib
+    failures = 0
+    for k in range(10_000):
+        lib.ad_sparsity_fail_after = k
+        try:
+            result = call()
+        except MemoryError:
+            failures += 1
+            lib.ad_sparsity_fail_after = -1
+            check(call())
+            continue
+        finally:
+            lib.ad_sparsity_fail_after = -1
+        check(result)
+        return failures
+    raise AssertionError("the allocations never stopped failing")
+
+
+@pytest.mark.parametrize("kind", ["jacobian_sparsity", "sparse_jacobian",
+                                  "hessian_sparsity", "sparse_hessian",
+                                  "recorded"])
+def test_allocation_failure_in_sparsity_and_colouring_is_a_memory_error(kind):
+    pytest.importorskip("scipy.sparse")
+    x = np.linspace(0.1, 1.3, 9)
+    jac = lambda x: np.concatenate([np.sin(x[:-1]) * x[1:] ** 2,   # noqa: E731
+                                    np.reshape(np.reshape(x[:4], (2, 2)) @
+                                               np.reshape(x[:4], (2, 2)), -1)])
+    dense = {"jacobian": np.asarray(ad.jacobian(jac)(x)),
+             "hessian": np.asarray(ad.hessian(_sparse_program)(x))}
+
+    def check_pattern(p, d):
+        p = p.toarray()
+        assert p.shape == d.shape and np.all(p[d != 0])
+
+    if kind == "recorded":
+        def call():
+            F = ad.record(_sparse_program, x)    # a new plan each time
+            return F.sparse_hessian(x)
+        check = lambda h: np.testing.assert_allclose(  # noqa: E731
+            h.toarray(), dense["hessian"], rtol=1e-13)
+    else:
+        which = "jacobian" if "jacobian" in kind else "hessian"
+        fn = jac if which == "jacobian" else _sparse_program
+        call = lambda: getattr(ad, kind)(fn)(x)            # noqa: E731
+        if kind.endswith("sparsity"):
+            check = lambda p: check_pattern(p, dense[which])  # noqa: E731
+        else:
+            check = lambda m: np.testing.assert_allclose(     # noqa: E731
+                m.toarray(), dense[which], rtol=1e-13, atol=1e-15)
+    failures = _fails_then_succeeds(call, check)
+    assert failures >= 3       # the passes and the colouring each allocate
