@@ -62,6 +62,9 @@ def minimize_constrained(f, space, name, method, bounds, constraints, tol,
             res.bound_multipliers = space.arg(-np.asarray(res.v[1], np.float64))
     elif name == "slsqp" and "multipliers" in res:
         lam = _slsqp_multipliers(res.multipliers, rows, problem.m)
+        if lb is not None:
+            res.bound_multipliers = space.arg(_bound_multipliers(
+                objective, problem, res.x, lam, lb, ub))
     if lam is not None:
         res.multipliers = problem.split(lam)
     res.constr = problem.split(problem.constraint_values(res.x))
@@ -117,6 +120,22 @@ def _dicts(problem, G, jacobians):
         out.append(d)
     rows = (eq, lo, hi)
     return out, rows
+
+
+def _bound_multipliers(objective, problem, x, lam, lb, ub):
+    """SLSQP returns no multipliers of the bounds: z from the stationarity
+    condition grad f = J^T lambda + z at x where x is on a bound, to
+    within 1e-6 of its size (SLSQP leaves an active one's x about there),
+    and 0 elsewhere.  A bound near x but not active costs nothing: the
+    condition leaves about 0 there too."""
+    _, g = objective.value_and_grad(np.array(x, dtype=np.float64))
+    z = np.asarray(g, np.float64).reshape(-1).copy()
+    if problem.m:
+        J = problem.jac_pattern.matrix(problem.jacobian_values(x))
+        z -= J.T @ lam
+    near = lambda b: np.isfinite(b) & (np.abs(x - b) <= 1e-6 * (1 + np.abs(b)))  # noqa: E731
+    on_bound = near(lb) | near(ub)
+    return np.where(on_bound, z, 0.0)
 
 
 def _slsqp_multipliers(mult, rows, m):

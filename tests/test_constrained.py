@@ -435,3 +435,19 @@ def test_an_exception_in_a_function_ipopt_calls_is_raised_from_minimize():
     with pytest.raises(ZeroDivisionError, match="from the constraint"):
         ad.minimize(lambda x: (x[0] + 1) ** 2 + x[1] ** 2, np.array([1.0, 0.0]),
                     method="ipopt", constraints={"type": "eq", "fun": c_flips})
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_bound_multipliers_on_a_lower_and_an_upper_bound(method):
+    # min (x0 - 2)^2 + (x1 + 1)^2 + x2^2 on x0 <= 1, x1 >= 0, with
+    # x2 >= 0.5 as a constraint: x = (1, 0, 0.5); grad f = (-2, 2, 1) =
+    # J^T lambda + z with lambda = 1 and z = (-2, 2, 0)
+    f = lambda x: (x[0] - 2) ** 2 + (x[1] + 1) ** 2 + x[2] ** 2   # noqa: E731
+    res = ad.minimize(f, np.array([0.0, 1.0, 1.0]), method=method,
+                      bounds=[(None, 1), (0, None), (None, None)],
+                      constraints={"type": "ineq", "fun": lambda x: x[2] - 0.5})
+    assert res.success, res.message
+    tol = xtol(method)
+    np.testing.assert_allclose(res.x, [1, 0, 0.5], atol=10 * tol)
+    np.testing.assert_allclose(np.concatenate(res.multipliers), [1], atol=100 * tol)
+    np.testing.assert_allclose(res.bound_multipliers, [-2, 2, 0], atol=100 * tol)
