@@ -116,14 +116,26 @@ def _take(ptr, idx, nnz, rows):
     return p, q
 
 
+_NESTED = {
+    "sparse": "{0} inside another derivative or a recording is not "
+              "supported: its result, a scipy sparse matrix, carries no "
+              "derivatives of its own; use ad.{1} there, or {0} outside it",
+    "jacobian_sparsity": "{0} inside another derivative or a recording is not "
+                         "supported: a pattern is structural, so compute it "
+                         "outside, once",
+}
+_NESTED["hessian_sparsity"] = _NESTED["jacobian_sparsity"]
+_NESTED["sparse_jacobian"] = _NESTED["sparse"].replace("{1}", "jacobian")
+_NESTED["sparse_hessian"] = _NESTED["sparse"].replace("{1}", "hessian")
+
+
 class _Problem:
     """A trace's inputs (the differentiated arguments' leaves: the
     columns) for a pattern."""
 
     def __init__(self, tr, name):
         if type(tr) is not Trace:
-            raise NotImplementedError(f"{name} inside another derivative or a "
-                                      "recording is not supported")
+            raise NotImplementedError(_NESTED.get(name, _NESTED["sparse"]).format(name))
         self.tr, self.name = tr, name
         self.nodes, self.kinds, self.shapes = tr._plain_variables(name)
         self.sizes = [int(np.prod(s)) for s in self.shapes]

@@ -169,6 +169,22 @@ def test_nan_and_shape_errors():
         ad.sparse_hessian(lambda x: x * 2.0)(x)
 
 
+@pytest.mark.parametrize("name,dense", [("sparse_jacobian", "ad.jacobian"),
+                                        ("sparse_hessian", "ad.hessian"),
+                                        ("jacobian_sparsity", "structural"),
+                                        ("hessian_sparsity", "structural")])
+def test_inside_another_derivative_or_a_recording_says_what_to_use(name, dense):
+    x = np.linspace(0.5, 1, 4)
+    inner = rosenbrock if "hessian" in name else (lambda x: x[1:] * x[:-1])
+
+    def g(x):
+        return getattr(ad, name)(inner)(x).sum()
+    with pytest.raises(NotImplementedError, match=f"{name} inside.*{dense}"):
+        ad.grad(g)(x)
+    with pytest.raises(NotImplementedError, match=f"{name} inside"):
+        ad.record(g, x)
+
+
 def test_first_order_custom_op_in_a_hessian():
     # ad.sparse_hessian takes each product from ad.hvp, which differentiates
     # the op's vjp; a recording's one-sweep products cannot, and say so
