@@ -113,3 +113,19 @@ def test_the_tour_s_optimization_part():
     assert res.success and abs(res.x - 1).max() < 1e-4
     text = "\n".join(lines)
     assert "iteration" in text and "eigenvalues" in text and "replayed" in text
+
+
+@pytest.mark.parametrize("method", ["ipopt", "trust-constr"])
+def test_hanging_chain_tends_to_the_catenary(method, capsys):
+    example = load("hanging_chain")
+    if method == "ipopt" and example.method_available() != "ipopt":
+        pytest.skip("no IPOPT library is installed")
+    gaps = []
+    for links in (25, 50):
+        res, gap = example.main(["--links", str(links), "--method", method])
+        assert res.success, res.message
+        gaps.append(gap)
+    # the discrete chain's distance from the catenary falls as 1/links^2
+    assert gaps[1] < 1e-3 and 3 < gaps[0] / gaps[1] < 5, gaps
+    out = capsys.readouterr().out
+    assert "the constraints' Jacobian is 50 x 98 with 196 nonzeros" in out
