@@ -687,6 +687,20 @@ def stack(arrays, axis=0):
     return concatenate([expand_dims(a, axis) for a in arrays], axis=axis)
 
 
+def from_object_array(a):
+    """NumPy's object array of Values, Arrays and numbers (what np.array
+    makes of a list holding traced numbers) as one traced Array of its
+    shape; None if it holds no traced value."""
+    if not (isinstance(a, np.ndarray) and a.dtype == object):
+        return None
+    items = list(a.ravel())
+    if not any(isinstance(e, (Array, Value)) for e in items):
+        return None
+    if not items:
+        return None
+    return stack(items).reshape(a.shape)
+
+
 _BYTE = bytes(1)
 
 

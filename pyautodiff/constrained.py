@@ -183,10 +183,13 @@ def check_objective(objective, space):
 def as_vector(out, constraint):
     """A constraint's value as a flat vector on the tape (a list or tuple of
     numbers is stacked, as scipy takes it)."""
-    from .array import Array, reshape, stack
+    from .array import Array, from_object_array, reshape, stack
     from .value import Value
     if isinstance(out, (list, tuple)):
         out = stack(list(out)) if out else np.zeros(0)
+    lifted = from_object_array(out)     # np.array([...]) of traced numbers
+    if lifted is not None:
+        out = lifted
     if isinstance(out, (Array, Value)):
         return reshape(out, (-1,))
     try:

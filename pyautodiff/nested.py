@@ -20,7 +20,7 @@ import numpy as np
 
 from . import derivatives
 from .array import Array, concatenate, stack
-from .pytree import flatten, unflatten
+from .pytree import flatten, lift_object_arrays, unflatten
 from ._core import TapeError
 from .tape import DIFFERENTIATING, state
 from .trace import Trace, pick, positions
@@ -51,7 +51,7 @@ class NestedTrace(Trace):
             self.structures[k] = st
             self.leaves[k] = nodes
             call_args[k] = unflatten(st, nodes)
-        self.out = f(*call_args, **kwargs)
+        self.out = lift_object_arrays(f(*call_args, **kwargs))
 
     @staticmethod
     def _variable(t, kind, v):

@@ -9,7 +9,7 @@ import numbers
 
 import numpy as np
 
-from .array import Array
+from .array import Array, from_object_array
 from .value import Value
 
 
@@ -89,6 +89,18 @@ def _walk(v, what, leaves, kinds, shapes):
     kinds.append(kind)
     shapes.append(tuple(shape))
     return None
+
+
+def lift_object_arrays(v):
+    """v with each object ndarray in it that holds traced numbers (what
+    np.array([x[0] * x[1], 1.0]) makes of them) stacked into one traced
+    Array; called on a function's result while its tape records."""
+    if isinstance(v, (list, tuple)) and v.__class__ in (list, tuple):
+        return v.__class__(lift_object_arrays(e) for e in v)
+    if isinstance(v, dict):
+        return {k: lift_object_arrays(e) for k, e in v.items()}
+    lifted = from_object_array(v)
+    return v if lifted is None else lifted
 
 
 def unflatten(structure, leaves):

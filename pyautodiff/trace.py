@@ -18,7 +18,7 @@ import numpy as np
 
 from . import _core
 from .array import Array
-from .pytree import as_leaf, flatten, unflatten
+from .pytree import as_leaf, flatten, lift_object_arrays, unflatten
 from .tape import DADJ, DIFFERENTIATING, TAN, Tape, differentiated, state
 from .value import Traced, Value
 
@@ -110,7 +110,7 @@ class Trace:
                     self.structures[k] = st
                     self.leaves[k] = nodes
                     call_args[k] = unflatten(st, nodes)
-                self.out = f(*call_args, **kwargs)
+                self.out = lift_object_arrays(f(*call_args, **kwargs))
         finally:
             state.no_grad = saved_no_grad
             state.refresh()

@@ -451,3 +451,15 @@ def test_bound_multipliers_on_a_lower_and_an_upper_bound(method):
     np.testing.assert_allclose(res.x, [1, 0, 0.5], atol=10 * tol)
     np.testing.assert_allclose(np.concatenate(res.multipliers), [1], atol=100 * tol)
     np.testing.assert_allclose(res.bound_multipliers, [-2, 2, 0], atol=100 * tol)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_a_constraint_returning_np_array_of_traced_numbers(method):
+    # scipy's examples write np.array([...]) of expressions in x: with plain
+    # NumPy that is an object array, whose derivatives must not be lost
+    res = ad.minimize(lambda x: np.sum(x ** 2), np.ones(2), method=method,
+                      constraints={"type": "eq",
+                                   "fun": lambda x: np.array([x[0] + x[1] - 1])})
+    assert res.success, res.message
+    np.testing.assert_allclose(res.x, [0.5, 0.5], atol=10 * xtol(method))
+    np.testing.assert_allclose(np.concatenate(res.multipliers), [1], atol=100 * xtol(method))

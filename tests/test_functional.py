@@ -1091,3 +1091,22 @@ def test_the_arguments_arrays_are_read_not_written():
     np.testing.assert_array_equal(F.grad(y), [6.0, 8.0])
     np.testing.assert_array_equal(x, [1.0, 2.0])
     np.testing.assert_array_equal(y, [3.0, 4.0])
+
+
+def _object_array_result(x):
+    # plain NumPy's np.array of traced numbers is an object array
+    return np.array([x[0] - 1, x[1] * x[0], 3.0])
+
+
+def test_a_result_built_by_np_array_of_traced_numbers_keeps_its_derivative():
+    x = np.array([2.0, 3.0])
+    J = [[1, 0], [3, 2], [0, 0]]
+    np.testing.assert_array_equal(ad.jacobian(_object_array_result)(x), J)
+    np.testing.assert_array_equal(ad.record(_object_array_result, x).jacobian(x), J)
+    np.testing.assert_array_equal(ad.jacobian(lambda x: {"c": _object_array_result(x)})(x)["c"], J)
+    # nested: the gradient of a sum of squares, differentiated again
+    H = [[2 + 2 * 9, 4 * 6], [4 * 6, 2 * 4]]
+    g = ad.grad(lambda x: np.sum(_object_array_result(x) ** 2))
+    np.testing.assert_allclose(ad.jacobian(g)(x), H, rtol=1e-14)
+    np.testing.assert_array_equal(
+        ad.jacobian_sparsity(_object_array_result)(x).toarray(), np.array(J) != 0)
