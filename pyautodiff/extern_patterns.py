@@ -6,7 +6,9 @@ nonzeros.  Flat indices are C order, as the tape's.
 
     elementwise(out_shape, *shapes)          broadcast operands (scipy.special)
     blockwise(out_core, cores, blocks)       a stack of independent blocks
-                                             (numpy.linalg's batched ops)
+                                             (numpy.linalg's batched ops;
+                                             by_columns: a solve's columns,
+                                             on_elements: a triangle read)
     reduction(axes)                          a product along axes
     cumulative(axis)                         a cumulative sum along axis
     convolution(mode)                        scipy.signal's canonical convolution
@@ -73,6 +75,27 @@ def blockwise(out_core, cores, blocks=None):
             parts.append(_from_rows(rows, cols, (_size(out_shape), _size(shape))))
         return parts
     return sparsity
+
+
+def by_columns(out_block, block):
+    """A block for blockwise: a (n, k) result whose column j depends on
+    column j of a (n, k) operand only (a solve's right-hand sides)."""
+    sp = _sparse()
+    n, k = block
+    return sp.kron(np.ones((n, n), bool), sp.eye_array(k, dtype=bool), format="csr")
+
+
+def on_elements(mask):
+    """A block for blockwise: every element of the result's block on the
+    operand's elements where mask (of the operand's block shape) holds
+    (eigh's, which reads one triangle)."""
+    cols = np.flatnonzero(np.asarray(mask, bool))
+
+    def block(out_block, block_shape):
+        so = _size(out_block)
+        return _from_rows(np.repeat(np.arange(so, dtype=np.int64), len(cols)),
+                          np.tile(cols, so), (so, _size(block_shape)))
+    return block
 
 
 def elementwise(out_shape, *shapes):
