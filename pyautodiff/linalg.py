@@ -13,6 +13,7 @@ import numpy as np
 from .array import Array, _asarray, _constant_result, _detached, normalize_axis_tuple
 from .broadcasting import unbroadcast
 from .extern import ExternRule, record_extern
+from .extern_patterns import blockwise, by_columns, on_elements
 from .tape import NO_GRAD, recording_tape
 from .value import Value
 
@@ -72,11 +73,13 @@ class _Rule(ExternRule):
                 for f, x, need, lo, hi in zip(first, inputs, needs, ends[:-1], ends[1:])]
 
 
-def _record(name, forward, vjp, jvp, operands):
+def _record(name, forward, vjp, jvp, operands, sparsity=None):
     """forward(*values) recorded as one extern entry of the operands, with
     rules vjp(g, out, *inputs, needs) and jvp(tangents, out, *inputs)
     that serve both the C sweeps and nested derivatives.  forward is
-    written with NumPy's functions, so that on Arrays it records."""
+    written with NumPy's functions, so that on Arrays it records.
+    sparsity: its Jacobian's pattern (extern_patterns), None for every
+    output element on every operand element."""
     ops = [_asarray(x) for x in operands]
     value = forward(*[x._d for x in ops])
     if recording_tape() is NO_GRAD:
@@ -86,15 +89,26 @@ def _record(name, forward, vjp, jvp, operands):
         return vjp(_lifted(g), out, *inputs, needs=needs)
 
     rule = _Rule(forward, vjp, name, takes_needs=True, jvp=jvp,
-                 nested=(nested_vjp, jvp))
+                 nested=(nested_vjp, jvp), sparsity=sparsity)
     return record_extern(rule, ops, value)
 
 
-def _unary(name, forward, vjp, jvp, a):
+def _unary(name, forward, vjp, jvp, a, sparsity=None):
     """A one-operand entry: vjp(g, out, a) -> its cotangent, jvp(t, out, a)."""
     return _record(name, forward,
                    lambda g, out, x, needs: (vjp(g, out, x),),
-                   lambda ts, out, x: jvp(ts[0], out, x), [a])
+                   lambda ts, out, x: jvp(ts[0], out, x), [a], sparsity)
+
+
+def _stacked(out_core):
+    """The pattern of a function of each matrix of a stack (the last two
+    axes), whose results have out_core axes of their own: each on its
+    own matrix only."""
+    return blockwise(out_core, [2])
+
+
+_MATRICES, _VECTORS, _SCALARS = _stacked(2), _stacked(1), _stacked(0)
+
 
 
 _LAST = {}
@@ -125,7 +139,7 @@ def _square(name, a):
 def inv(a):
     return _unary("numpy.linalg.inv", la.inv,
                   lambda g, out, x: -(T(out) @ g @ T(out)),
-                  lambda t, out, x: -(out @ t @ out), a)
+                  lambda t, out, x: -(out @ t @ out), a, _MATRICES)
 
 
 def solve(a, b):
@@ -151,7 +165,9 @@ def solve(a, b):
             rhs = rhs - ta @ col(out)
         return uncol(la.solve(x, rhs))
 
-    return _record("numpy.linalg.solve", la.solve, vjp, jvp, [a, b])
+    pattern = blockwise(1, [2, 1]) if vector else \
+        blockwise(2, [2, 2], [None, by_columns])
+    return _record("numpy.linalg.solve", la.solve, vjp, jvp, [a, b], pattern)
 
 
 def _trace_with_inverse(x, t):
@@ -162,7 +178,7 @@ def _trace_with_inverse(x, t):
 def det(a):
     return _unary("numpy.linalg.det", la.det,
                   lambda g, out, x: (g * out)[..., None, None] * T(la.inv(x)),
-                  lambda t, out, x: out * _trace_with_inverse(x, t), a)
+                  lambda t, out, x: out * _trace_with_inverse(x, t), a, _SCALARS)
 
 
 _SLOGDET = type(la.slogdet(np.eye(1)))
@@ -171,7 +187,7 @@ _SLOGDET = type(la.slogdet(np.eye(1)))
 def _logabsdet(a):
     return _unary("numpy.linalg.slogdet", lambda x: la.slogdet(x)[1],
                   lambda g, out, x: g[..., None, None] * T(la.inv(x)),
-                  lambda t, out, x: _trace_with_inverse(x, t), a)
+                  lambda t, out, x: _trace_with_inverse(x, t), a, _SCALARS)
 
 
 def slogdet(a):
@@ -202,7 +218,7 @@ def pinv(a, rcond=None, hermitian=False, **kwargs):
         right = np.eye(n) - p @ x
         return -(p @ t @ p) + p @ T(p) @ T(t) @ left + right @ T(t) @ T(p) @ p
 
-    return _unary("numpy.linalg.pinv", forward, vjp, jvp, a)
+    return _unary("numpy.linalg.pinv", forward, vjp, jvp, a, _MATRICES)
 
 
 # -- factorizations -------------------------------------------------------------
@@ -235,7 +251,7 @@ def cholesky(a, upper=False):
         return T(dl) if upper else dl
 
     return _unary("numpy.linalg.cholesky", lambda x: la.cholesky(x, upper=upper),
-                  vjp, jvp, a)
+                  vjp, jvp, a, _MATRICES)
 
 
 def _gaps(w, squared=False):
@@ -260,6 +276,8 @@ def eigh(a, UPLO="L"):
     _square("numpy.linalg.eigh", a)
     n = a.shape[-1]
     strict = np.tril(np.ones((n, n)), -1) if UPLO == "L" else np.triu(np.ones((n, n)), 1)
+    # its results on the triangle read only
+    triangle = [on_elements(strict + np.eye(n))]
 
     def read(m):
         """The adjoint of the symmetric matrix made from the triangle read."""
@@ -290,9 +308,9 @@ def eigh(a, UPLO="L"):
         return v @ (_gaps(w) * (T(v) @ full(t) @ v))
 
     return _EIGH(_unary("numpy.linalg.eigh", lambda x: parts(x)[0],
-                        w_vjp, w_jvp, a),
+                        w_vjp, w_jvp, a, blockwise(1, [2], triangle)),
                  _unary("numpy.linalg.eigh", lambda x: parts(x)[1],
-                        v_vjp, v_jvp, a))
+                        v_vjp, v_jvp, a, blockwise(2, [2], triangle)))
 
 
 def eigvalsh(a, UPLO="L"):
@@ -343,8 +361,10 @@ def eig(a):
         m = u @ (_gaps(w) * la.solve(u, t @ u))
         return m - u * np.sum(u * m, axis=-2)[..., None, :]
 
-    return _EIG(_unary("numpy.linalg.eig", lambda x: parts(x)[0], w_vjp, w_jvp, a),
-                _unary("numpy.linalg.eig", lambda x: parts(x)[1], v_vjp, v_jvp, a))
+    return _EIG(_unary("numpy.linalg.eig", lambda x: parts(x)[0], w_vjp, w_jvp, a,
+                       _VECTORS),
+                _unary("numpy.linalg.eig", lambda x: parts(x)[1], v_vjp, v_jvp, a,
+                       _MATRICES))
 
 
 def eigvals(a):
@@ -381,7 +401,7 @@ def svd(a, full_matrices=True, compute_uv=True, hermitian=False):
 
     s_entry = _unary("numpy.linalg.svd",
                      lambda x: la.svd(x, compute_uv=False, hermitian=hermitian),
-                     s_vjp, s_jvp, a)
+                     s_vjp, s_jvp, a, _VECTORS)
     if not compute_uv:
         return s_entry
 
@@ -435,8 +455,9 @@ def svd(a, full_matrices=True, compute_uv=True, hermitian=False):
             return lambda x: la.svd(x, hermitian=hermitian)[k]
         return lambda x: parts(x)[k]
 
-    return _SVD(_unary("numpy.linalg.svd", factor(0), u_vjp, u_jvp, a), s_entry,
-                _unary("numpy.linalg.svd", factor(2), vt_vjp, vt_jvp, a))
+    return _SVD(_unary("numpy.linalg.svd", factor(0), u_vjp, u_jvp, a, _MATRICES),
+                s_entry,
+                _unary("numpy.linalg.svd", factor(2), vt_vjp, vt_jvp, a, _MATRICES))
 
 
 def svdvals(a):
@@ -517,12 +538,12 @@ def qr(a, mode="reduced"):
 
     r_entry = _unary("numpy.linalg.qr", lambda x: parts(x)[1],
                      lambda g, out, x: cotangent(x, None, g),
-                     lambda t, out, x: tangents(x, t)[1], a)
+                     lambda t, out, x: tangents(x, t)[1], a, _MATRICES)
     if mode == "r":
         return r_entry
     return _QR(_unary("numpy.linalg.qr", lambda x: parts(x)[0],
                       lambda g, out, x: cotangent(x, g, None),
-                      lambda t, out, x: tangents(x, t)[0], a), r_entry)
+                      lambda t, out, x: tangents(x, t)[0], a, _MATRICES), r_entry)
 
 
 # -- composed: norms and powers -------------------------------------------------

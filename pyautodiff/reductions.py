@@ -10,6 +10,7 @@ from . import _core
 from .array import (Array, _asarray, _constant_result, _detached, _new, _operand,
                     normalize_axis_tuple)
 from .extern import ExternRule, record_extern
+from .extern_patterns import cumulative, reduction
 from .tape import NO_GRAD, recording_tape
 
 OPS = _core.OPS
@@ -107,15 +108,15 @@ def var(a, axis=None, ddof=0, keepdims=False):
     return (d * d).sum(axis=axis, keepdims=keepdims) / float(max(n - ddof, 0))
 
 
-def _extern(name, forward, vjp, jvp, a, linear=False, nested=None):
+def _extern(name, forward, vjp, jvp, a, linear=False, nested=None, sparsity=None):
     """forward(a) recorded as one entry with the rules vjp and jvp (on a's
-    values, as NumPy computes them) and the nested ones (on Arrays, see
-    ExternRule)."""
+    values, as NumPy computes them), the nested ones (on Arrays, see
+    ExternRule) and its Jacobian's pattern (extern_patterns)."""
     value = forward(a._d)
     if recording_tape() is NO_GRAD:
         return _detached(value)
     return record_extern(ExternRule(forward, vjp, name, jvp=jvp, linear=linear,
-                                    nested=nested), [a], value)
+                                    nested=nested, sparsity=sparsity), [a], value)
 
 
 def _tangent_of(tangents, x):
@@ -179,7 +180,8 @@ def prod(a, axis=None, keepdims=False):
         return (tangents[0] * _others_product_traced(x, axes)).sum(
             axis=axes, keepdims=keepdims)
 
-    return _extern("prod", forward, vjp, jvp, a, nested=(nested_vjp, nested_jvp))
+    return _extern("prod", forward, vjp, jvp, a, nested=(nested_vjp, nested_jvp),
+                   sparsity=reduction(axes))
 
 
 def cumsum(a, axis=None):
@@ -207,7 +209,7 @@ def cumsum(a, axis=None):
         return cumsum(tangents[0], axis)
 
     return _extern("cumsum", forward, vjp, jvp, a, linear=True,
-                   nested=(nested_vjp, nested_jvp))
+                   nested=(nested_vjp, nested_jvp), sparsity=cumulative(axis))
 
 
 class ArrayMethods:

@@ -32,6 +32,7 @@ from .array import Array
 from .broadcasting import unbroadcast
 from .derivatives import add, broadcast_to, sum_to, times
 from .extern import ExternRule, record_extern
+from .extern_patterns import elementwise
 from .guards import decide
 from .numpy_elementwise import _mask, _select
 from .reductions import logsumexp as _lse
@@ -205,7 +206,8 @@ def _record(row, args, operands):
         return out_cts
 
     rule = _ElementwiseRule(forward, vjp, f"scipy.special.{row.name}", takes_needs=True,
-                            jvp=jvp, nested=(nested_vjp, nested_jvp))
+                            jvp=jvp, nested=(nested_vjp, nested_jvp),
+                            sparsity=elementwise)
     rule.second = second
     return record_extern(rule, traced, value)
 

@@ -3,7 +3,8 @@ csrc/sparsity.c) against the dense ones.
 
 Random programs over every op kind (elementwise with broadcasting,
 reductions, gathers, scatters, reshapes, where/maximum, matmul, a custom
-op), a vector result for a Jacobian or a scalar one for a Hessian.  For
+op, the library's extern ops with patterns of their own: scipy.special's
+erf and gammaln, prod, cumsum, convolutions), a vector result for a Jacobian or a scalar one for a Hessian.  For
 each: every nonzero of the dense ``ad.jacobian`` / ``ad.hessian`` lies in
 ``ad.jacobian_sparsity`` / ``ad.hessian_sparsity``; ``ad.sparse_jacobian``
 / ``ad.sparse_hessian`` equal the dense ones to 1e-12 relative; so do a
@@ -19,6 +20,8 @@ import numpy as np
 
 import pyautodiff as ad
 from pyautodiff import sparse
+from pyautodiff import scipy_special as _special
+from pyautodiff.scipy_signal import convolve as _convolve
 
 
 # -- the random programs ---------------------------------------------------------------
@@ -53,13 +56,33 @@ def _shape_ops(rng, a):
     return out
 
 
+def _library_extern(r, a, hessian):
+    """One of the library's extern ops with a pattern of its own: an
+    elementwise scipy.special function, prod, cumsum, a convolution."""
+    choices = [lambda: _special.erf(a), lambda: _special.gammaln(a * a + 0.5),
+               lambda: np.cumsum(a, axis=int(r.integers(a.ndim)) if a.ndim else None)]
+    if a.ndim >= 1:
+        axis = int(r.integers(a.ndim))
+        choices.append(lambda: np.prod(a, axis=axis, keepdims=bool(r.integers(2))))
+    if a.ndim == 1:
+        mode = ("full", "valid", "same")[r.integers(3)]
+        k = r.normal(size=int(r.integers(1, 3)))
+        choices.append(lambda: _convolve(a, k, mode=mode) if a.shape[0] >= k.shape[0]
+                       else _convolve(k, a, mode=mode))
+        if a.shape[0] >= 2:
+            choices.append(lambda: _convolve(a, a[:2], mode=mode))
+    if hessian:     # first-order rules only: not in a recording's Hessian
+        choices = choices[2:3] + choices[4:]
+    return choices[r.integers(len(choices))]()
+
+
 def random_program(rng, n, hessian):
     """f(x) for x of even size n: a pool of nodes grown by random ops of
     every kind, the result a vector (Jacobian) or a scalar (Hessian; no
     custom op, whose rules are of first order only)."""
     steps = []
     for _ in range(rng.integers(3, 9)):
-        steps.append((rng.integers(0, 7), rng.integers(0, 1 << 30)))
+        steps.append((rng.integers(0, 8), rng.integers(0, 1 << 30)))
     pick_out = rng.integers(0, 1 << 30)
     const = rng.normal(size=(3, n))
 
@@ -91,6 +114,8 @@ def random_program(rng, n, hessian):
                 pool.append(a @ ad.reshape(x, (n // 2, 2)))
             elif kind == 6 and a.ndim == 1 and not hessian:
                 pool.append(cumsum_op()(a))
+            elif kind == 7:
+                pool.append(_library_extern(r, a, hessian))
         r = np.random.default_rng(pick_out)
         chosen = [pool[k] for k in r.choice(len(pool), size=min(3, len(pool)),
                                             replace=False)]
