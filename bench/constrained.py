@@ -155,9 +155,9 @@ def _size(cfg):
 def ipopt(backend, cfg):
     sizes = QUICK_SIZES if cfg.quick else SIZES
     if backend.name == "pyautodiff":
-        from pyautodiff.ipopt_library import library
+        from pyautodiff.ipopt_library import load
         try:
-            notes_library = repr(library())
+            notes_library = repr(load())
         except ImportError:
             raise Unsupported("no IPOPT library is installed (pip install "
                               "pyautodiff[ipopt])") from None

@@ -58,8 +58,8 @@ def start(n, length):
 
 def method_available():
     try:
-        from pyautodiff.ipopt_library import library
-        library()
+        from pyautodiff.ipopt_library import load
+        load()
         return "ipopt"
     except ImportError:
         return "trust-constr"

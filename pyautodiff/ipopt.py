@@ -12,7 +12,7 @@ import numpy as np
 
 from .constrained import (Problem, check_objective, parse_bounds,
                           parse_constraints)
-from .ipopt_library import ffi, library
+from .ipopt_library import ffi, load as load_ipopt
 from .result import OptimizeResult, takes_intermediate_result
 
 # IPOPT's own options that this method sets unless options= says otherwise:
@@ -108,7 +108,7 @@ class _Callbacks:
             return True
         n, m = self.problem.n, self.problem.m
         x = np.empty(n)
-        if not library().lib.GetIpoptCurrentIterate(
+        if not load_ipopt().lib.GetIpoptCurrentIterate(
                 self.handle, False, n, ffi.from_buffer("double[]", x),
                 ffi.NULL, ffi.NULL, m, ffi.NULL, ffi.NULL):
             raise RuntimeError("minimize(method='ipopt'): IPOPT did not give "
@@ -222,7 +222,7 @@ def _set_option(lib, handle, name, value):
 def minimize_ipopt(f, space, objective, bounds, constraints, tol, options,
                    callback):
     """IPOPT on f (objective: its minimize._Recording) from space.x0."""
-    ipopt = library()
+    ipopt = load_ipopt()
     n = space.x0.size
     lb, ub = parse_bounds(bounds, n)
     if lb is None:

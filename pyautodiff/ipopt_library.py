@@ -179,7 +179,7 @@ _lock = threading.Lock()
 _loaded = []
 
 
-def library():
+def load():
     """The IPOPT library minimize(method='ipopt') uses, loaded once."""
     with _lock:
         if _loaded:

@@ -17,7 +17,7 @@ from pyautodiff import ipopt_library
 
 so = pytest.importorskip("scipy.optimize")
 try:
-    ipopt_library.library()
+    ipopt_library.load()
     HAVE_IPOPT = True
 except ImportError:
     HAVE_IPOPT = False
@@ -367,11 +367,11 @@ def test_a_library_named_by_the_environment_is_the_only_one_tried(monkeypatch, t
     monkeypatch.setattr(ipopt_library, "_loaded", [])
     monkeypatch.setenv(ipopt_library.ENV, str(tmp_path / "libipopt.so"))
     with pytest.raises(ImportError, match=ipopt_library.ENV + ".*libipopt.so"):
-        ipopt_library.library()
+        ipopt_library.load()
     libm = ctypes_util.find_library("m")
     monkeypatch.setenv(ipopt_library.ENV, libm)
     with pytest.raises(ImportError, match="no IPOPT C interface"):
-        ipopt_library.library()
+        ipopt_library.load()
 
 
 def test_library_versions_are_read_off_their_real_names(tmp_path):
@@ -385,7 +385,7 @@ def test_library_versions_are_read_off_their_real_names(tmp_path):
 
 @needs_ipopt
 def test_the_library_in_use_is_ipopt_3_14_or_newer():
-    lib = ipopt_library.library()
+    lib = ipopt_library.load()
     assert lib.version >= (3, 14, 0)
     assert Path(lib.path).exists() or lib.source == "system"
     assert "IPOPT 3." in repr(lib)
@@ -410,7 +410,7 @@ def test_every_installed_ipopt_reaches_hs071s_optimum(path):
                                            np.sum(x ** 2)], [25, 40], [np.inf, 40])
         res = ad.minimize(f, np.array([1.0, 5, 5, 1]), method="ipopt",
                           bounds=[(1, 5)] * 4, constraints=g)
-        print(ipopt_library.library().path)
+        print(ipopt_library.load().path)
         print(repr(res.fun), res.nit, res.success)
     """)
     env = dict(os.environ, **{ipopt_library.ENV: path})

@@ -40,32 +40,30 @@ def _nonzeros(dense_of, f, x, points=3, scale=0.1):
     return out
 
 
-def check_jacobian(f, x, want=None):
-    """f's Jacobian pattern holds every nonzero of the dense Jacobian and
-    equals want (by default the nonzeros at random points); the sparse
-    values are the dense ones.  -> the pattern (dense bools)."""
-    P = ad.jacobian_sparsity(f)(x).toarray()
-    J = _dense_jacobian(f, x)
-    assert P.shape == J.shape
-    assert not (J != 0)[~P].any(), "a nonzero outside the pattern"
+def _check(kind, f, x, want):
+    """f's Jacobian or Hessian pattern holds every nonzero of the dense
+    matrix and equals want (by default the nonzeros at random points); the
+    sparse values are the dense ones.  -> the pattern (dense bools)."""
+    pattern, dense, values = {
+        "jacobian": (ad.jacobian_sparsity, _dense_jacobian, ad.sparse_jacobian),
+        "hessian": (ad.hessian_sparsity, _dense_hessian, ad.sparse_hessian)}[kind]
+    P = pattern(f)(x).toarray()
+    D = dense(f, x)
+    assert P.shape == D.shape
+    assert not (D != 0)[~P].any(), "a nonzero outside the pattern"
     if want is None:
-        want = _nonzeros(_dense_jacobian, f, x)
+        want = _nonzeros(dense, f, x)
     np.testing.assert_array_equal(P, np.asarray(want, bool))
-    S = ad.sparse_jacobian(f)(x)
-    _close(S.toarray(), J)
+    _close(values(f)(x).toarray(), D)
     return P
+
+
+def check_jacobian(f, x, want=None):
+    return _check("jacobian", f, x, want)
 
 
 def check_hessian(f, x, want=None):
-    P = ad.hessian_sparsity(f)(x).toarray()
-    H = _dense_hessian(f, x)
-    assert P.shape == H.shape
-    assert not (H != 0)[~P].any(), "a nonzero outside the pattern"
-    if want is None:
-        want = _nonzeros(_dense_hessian, f, x)
-    np.testing.assert_array_equal(P, np.asarray(want, bool))
-    _close(ad.sparse_hessian(f)(x).toarray(), H)
-    return P
+    return _check("hessian", f, x, want)
 
 
 def colours(f, x, kind):
