@@ -696,8 +696,6 @@ def from_object_array(a):
     items = list(a.ravel())
     if not any(isinstance(e, (Array, Value)) for e in items):
         return None
-    if not items:
-        return None
     return stack(items).reshape(a.shape)
 
 

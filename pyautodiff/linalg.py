@@ -110,7 +110,6 @@ def _stacked(out_core):
 _MATRICES, _VECTORS, _SCALARS = _stacked(2), _stacked(1), _stacked(0)
 
 
-
 _LAST = {}
 
 

@@ -14,7 +14,6 @@ derivatives nest to every order."""
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from . import _core
 from .array import Array, _asarray, _constant_result
 from .extern import ExternRule, record_extern
 from .extern_patterns import convolution
@@ -64,15 +63,7 @@ def _canonical(a, b, mode):
     value = _plain_canonical(ops[0]._d, ops[1]._d, mode)
     if recording_tape() is NO_GRAD:
         return _constant_result(value)
-    out = record_extern(_RULES[mode], ops, value)
-    # of one variable, the other a constant (a filter), it is linear: its
-    # second derivatives join nothing (sparse.py's Hessian patterns)
-    t, i = out._t, out._i
-    t.flush()
-    c = t._c
-    if not (c.flags[c.a[i]] & c.flags[c.b[i]] & _core.FLAG_VARIABLE):
-        t.externs[i] = _LINEAR_RULES[mode]
-    return out
+    return record_extern(_RULES[mode], ops, value)
 
 
 def _vjp(mode):
@@ -112,18 +103,16 @@ def _nested_jvp(mode):
     return jvp
 
 
-def _rule(mode, linear=False):
-    """The canonical convolution's rule; linear for an entry of which one
-    operand is a constant (the tangent of its vjp is then its vjp of the
-    adjoint's tangent, as the bilinear rule gives)."""
+def _rule(mode):
+    """The canonical convolution's rule (bilinear: of a constant filter it
+    is linear, which sparse.py's Hessian patterns read off the entry)."""
     return ExternRule(lambda a, b: _plain_canonical(a, b, mode), _vjp(mode), NAME,
-                      takes_needs=True, bilinear=True, linear=linear,
+                      takes_needs=True, bilinear=True,
                       nested=(_nested_vjp(mode), _nested_jvp(mode)),
                       sparsity=convolution(mode))
 
 
 _RULES = {mode: _rule(mode) for mode in ("full", "valid")}
-_LINEAR_RULES = {mode: _rule(mode, linear=True) for mode in ("full", "valid")}
 
 
 # -- the axes: which are convolved, summed, or kept ---------------------------------

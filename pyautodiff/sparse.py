@@ -65,7 +65,8 @@ def _extern_specs(tape):
     keep = []
     for s, (entry, rule) in zip(specs, items):
         s.entry = entry
-        s.second = lib.AD_XSP_LINEAR if rule.linear else lib.AD_XSP_NONLINEAR
+        s.second = lib.AD_XSP_LINEAR if _linear_entry(tape, entry, rule) \
+            else lib.AD_XSP_NONLINEAR
         s.kind = lib.AD_XSP_DENSE
         if rule is matmul_rule():
             s.kind = lib.AD_XSP_MATMUL
@@ -75,6 +76,17 @@ def _extern_specs(tape):
             s.kind = lib.AD_XSP_EXPLICIT
             s.ptr, s.idx = ffi.from_buffer("int64_t[]", ptr), _buffer(idx)
     return len(items), specs, keep
+
+
+def _linear_entry(tape, i, rule):
+    """Whether extern entry i has no second partials: a linear rule, or a
+    bilinear one (a convolution) of which one operand is a constant."""
+    if rule.linear:
+        return True
+    if not rule.bilinear:
+        return False
+    c = tape._c
+    return not (c.flags[c.a[i]] & c.flags[c.b[i]] & lib.AD_FLAG_VARIABLE)
 
 
 def _explicit(tape, i, rule):
