@@ -183,8 +183,22 @@ typedef struct ad_tape {
     int64_t max_bytes;  /* allocation cap (fault injection), -1: none */
     int64_t last_nonfinite; /* NaNs and infs in the last array appended */
     int64_t err_index;  /* entry an error refers to, -1 if none    */
+    /* Lanes: a tangent sweep may carry several directions at once (up to
+     * AD_MAX_LANES), each elementwise partial computed once for all of
+     * them.  tan and dadj then hold `lanes` copies, lane after lane: a
+     * block's lane l at tan + l * size, a scalar's at tan[l * cap + i].
+     * adj stays one: the adjoints do not depend on the direction.  `lane`
+     * is the lane ad_entry_scratch shows (ad_select_lane) and the one a
+     * rule run for one lane at a time (an extern's) reads and writes.    */
+    int64_t lanes;
+    int64_t lane;
     char errmsg[160];
 } ad_tape;
+
+/* Most directions one tangent sweep carries: each count's kernels are
+ * compiled on their own (internal.h), and each lane is a copy of the
+ * tangent scratch. */
+#define AD_MAX_LANES 4
 
 /* Largest number of entries: operand indices are int32. */
 #define AD_MAX_ENTRIES 2147483647
@@ -282,20 +296,26 @@ int ad_backward_arrays(ad_tape *t, int64_t nseeds, const int64_t *idx,
                        int mode, int check);
 int ad_reverse_step(ad_tape *t, int64_t i);
 
-/* Forward mode (tangent.c): tangents of entries [0, hi) from the tangents
- * of the leaves idx[k] (seed[k] on every element, or seed_arrays[k]); every
- * other leaf's tangent is 0.  The values must be current (ad_forward).     */
-int ad_tangent(ad_tape *t, int64_t hi, int64_t nseeds, const int64_t *idx,
-               const double *seed, const double *const *seed_arrays);
+/* Forward mode (tangent.c): tangents of entries [0, hi) along `lanes`
+ * directions at once, from the tangents of the leaves idx[k] (seed[k] on
+ * every element of every lane, or seed_arrays[k]: lanes times the leaf's
+ * size, lane after lane); every other leaf's tangent is 0.  The values
+ * must be current (ad_forward).                                          */
+int ad_tangent(ad_tape *t, int64_t hi, int64_t lanes, int64_t nseeds,
+               const int64_t *idx, const double *seed,
+               const double *const *seed_arrays);
 /* Second order (second.c), after ad_tangent: one reverse sweep computing
  * adjoints from the seeds (as ad_backward_arrays) and, with them, their
- * tangents, so the leaves' dadj hold a Hessian-vector product.  Leaves no
- * gradient behind.                                                        */
+ * tangents along each of the tangent sweep's lanes, so the leaves' dadj
+ * hold a Hessian-vector product per lane.  Leaves no gradient behind.    */
 int ad_second_order(ad_tape *t, int64_t nseeds, const int64_t *idx,
                     const double *seed, const double *const *seed_arrays);
 /* Scratch of those sweeps for entry i (a scalar's one double or a block):
- * which is 0 for adj, 1 for tan, 2 for dadj.  NULL if not allocated.      */
+ * which is 0 for adj, 1 for tan, 2 for dadj (of the selected lane).  NULL
+ * if not allocated.                                                       */
 double *ad_entry_scratch(ad_tape *t, int64_t i, int which);
+/* The lane ad_entry_scratch shows: 0 <= lane < the last sweep's lanes.  */
+int ad_select_lane(ad_tape *t, int64_t lane);
 
 /* A replay of a recorded function (replay.c): write x into the leaves,
  * run the forward sweep, check the guards and, for a gradient, run the

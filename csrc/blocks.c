@@ -11,34 +11,56 @@
 
 #include "internal.h"
 
+double *ad_lane_scratch(ad_tape *t, int64_t i, int which, int64_t lane)
+{
+    if (t->aux[i] < 0) {
+        double *base = which == 1 ? t->tan : t->dadj;
+        return base ? &base[lane * t->cap + i] : 0;
+    }
+    ad_block *bk = &t->blk[t->aux[i]];
+    double *base = which == 1 ? bk->tan : bk->dadj;
+    return base ? base + lane * bk->size : 0;
+}
+
 double *ad_entry_scratch(ad_tape *t, int64_t i, int which)
 {
     if (i < 0 || i >= ad_len(t) || which < 0 || which > 2)
         return 0;
-    if (t->aux[i] < 0) {
-        double *base = which == 0 ? t->adj : which == 1 ? t->tan : t->dadj;
-        return base ? &base[i] : 0;
-    }
-    ad_block *bk = &t->blk[t->aux[i]];
-    if (which == 0)
-        ad_adjoint_settle(t, i);
-    return which == 0 ? bk->adj : which == 1 ? bk->tan : bk->dadj;
+    if (which > 0)
+        return ad_lane_scratch(t, i, which, t->lane);
+    if (t->aux[i] < 0)
+        return t->adj ? &t->adj[i] : 0;
+    ad_adjoint_settle(t, i);
+    return t->blk[t->aux[i]].adj;
+}
+
+int ad_select_lane(ad_tape *t, int64_t lane)
+{
+    if (lane < 0 || lane >= t->lanes)
+        return ad_fail(t, AD_ERANGE, -1, "lane %lld outside the last tangent "
+                       "sweep's %lld", (long long)lane, (long long)t->lanes);
+    t->lane = lane;
+    return AD_OK;
 }
 
 int ad_scratch_zero(ad_tape *t, int64_t i, int which)
 {
     if (t->aux[i] < 0) {
-        double *base = which == 0 ? t->adj : which == 1 ? t->tan : t->dadj;
-        base[i] = 0.0;
+        if (which == 0)
+            t->adj[i] = 0.0;
+        else
+            for (int64_t l = 0; l < t->lanes; ++l)
+                *ad_lane_scratch(t, i, which, l) = 0.0;
         return AD_OK;
     }
     ad_block *bk = &t->blk[t->aux[i]];
     double **p = which == 0 ? &bk->adj : which == 1 ? &bk->tan : &bk->dadj;
+    const int64_t count = which == 0 ? bk->size : bk->size * t->lanes;
     if (which == 0)
         bk->adj_unset = 0;
     if (*p)
-        memset(*p, 0, (size_t)bk->size * sizeof(double));
-    else if (!(*p = ad_block_calloc(bk->size)))
+        memset(*p, 0, (size_t)count * sizeof(double));
+    else if (!(*p = ad_block_calloc(count)))
         return ad_fail(t, AD_ENOMEM, i, "out of memory for tangents");
     return AD_OK;
 }

@@ -122,6 +122,7 @@ typedef struct ad_view {
     double *adj;
     double *tan;        /* tangent and adjoint tangent: NULL outside the */
     double *dadj;       /* tangent and second-order sweeps               */
+    int64_t ls;         /* from one lane of tan and dadj to the next      */
     int32_t ndim;
     const int64_t *shape;
 } ad_view;
@@ -133,6 +134,7 @@ static inline ad_view ad_value_view(const ad_tape *t, int64_t j)
 {
     ad_view v;
     v.adj = v.tan = v.dadj = 0;
+    v.ls = 0;
     if (t->aux[j] < 0) {
         v.val = &t->val[j];
         v.ndim = 0;
@@ -147,20 +149,23 @@ static inline ad_view ad_value_view(const ad_tape *t, int64_t j)
 }
 
 /* Entry j's memory: a scalar's one double, or an array's block (adj is
- * grad when scalar_adj is the tape's grad: a sweep in place).  Inline:
- * every array kernel takes three. */
+ * grad when scalar_adj is the tape's grad: a sweep in place), tan and
+ * dadj of lane t->lane, ls further on the next lane's.  Inline: every
+ * array kernel takes three. */
 static inline ad_view ad_entry_view(ad_tape *t, int64_t j, double *scalar_adj)
 {
     ad_view v = ad_value_view(t, j);
     if (t->aux[j] < 0) {
+        v.ls = t->cap;
         v.adj = scalar_adj ? &scalar_adj[j] : 0;
-        v.tan = t->tan ? &t->tan[j] : 0;
-        v.dadj = t->dadj ? &t->dadj[j] : 0;
+        v.tan = t->tan ? &t->tan[t->lane * v.ls + j] : 0;
+        v.dadj = t->dadj ? &t->dadj[t->lane * v.ls + j] : 0;
     } else {
         ad_block *bk = &t->blk[t->aux[j]];
+        v.ls = bk->size;
         v.adj = scalar_adj == t->grad ? bk->grad : bk->adj;
-        v.tan = bk->tan;
-        v.dadj = bk->dadj;
+        v.tan = bk->tan ? bk->tan + t->lane * v.ls : 0;
+        v.dadj = bk->dadj ? bk->dadj + t->lane * v.ls : 0;
     }
     return v;
 }
@@ -415,6 +420,49 @@ int ad_scratch_zero(ad_tape *t, int64_t i, int which);
  * its capacity; they are scratch, dropped when the tape grows or compacts. */
 int ad_tangent_arrays(ad_tape *t, int second);
 void ad_drop_tangent_arrays(ad_tape *t);
+/* Entry i's lane of tan or dadj (which 1 or 2), NULL if not allocated. */
+double *ad_lane_scratch(ad_tape *t, int64_t i, int which, int64_t lane);
+/* The lanes the tangent scratch holds: changing them drops it all.      */
+void ad_set_lanes(ad_tape *t, int64_t lanes);
+
+/* A rule that runs for one lane at a time (t->lane) over every lane, for
+ * an array entry i; t->lane is 0 again afterwards.                      */
+static inline int ad_each_lane(ad_tape *t, int64_t i,
+                               int (*rule)(ad_tape *, int64_t))
+{
+    int status = AD_OK;
+    for (int64_t l = 0; l < t->lanes && status == AD_OK; ++l) {
+        t->lane = l;
+        status = rule(t, i);
+    }
+    t->lane = 0;
+    return status;
+}
+
+/* The body runs with nl the number of lanes as a constant, 1 to
+ * AD_MAX_LANES, so that the lanes' code is written out for each count
+ * (AD_FOR_LANES) and the element loop around it vectorises; for one lane
+ * it is the loop of a sweep without lanes.                               */
+#define AD_BY_LANES(t, ...)                                                  \
+    do {                                                                     \
+        switch ((t)->lanes) {                                                \
+        case 2: { const int64_t nl = 2; __VA_ARGS__; break; }                \
+        case 3: { const int64_t nl = 3; __VA_ARGS__; break; }                \
+        case 4: { const int64_t nl = 4; __VA_ARGS__; break; }                \
+        default: { const int64_t nl = 1; __VA_ARGS__; break; }               \
+        }                                                                    \
+    } while (0)
+
+/* The body once per lane l < nl, written out, not a loop: at -O2 a loop
+ * there is not unrolled, and the element loop around it does not
+ * vectorise.                                                            */
+#define AD_FOR_LANES(nl, ...)                                                \
+    do {                                                                     \
+        { const int64_t l = 0; __VA_ARGS__; }                                \
+        if ((nl) > 1) { const int64_t l = 1; __VA_ARGS__; }                  \
+        if ((nl) > 2) { const int64_t l = 2; __VA_ARGS__; }                  \
+        if ((nl) > 3) { const int64_t l = 3; __VA_ARGS__; }                  \
+    } while (0)
 /* Seeds of a sweep: in range, and leaves if leaves_only (tangent.c). */
 int ad_check_seeds(ad_tape *t, int64_t nseeds, const int64_t *idx,
                    int leaves_only);

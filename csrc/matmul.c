@@ -12,6 +12,7 @@
  *   reverse:   gx += g y^T            gy += x^T g
  *   tangent:   dv  = dx y + x dy
  *   second:    dgx += dg y^T + g dy^T  dgy += x^T dg + dx^T g
+ *              (per lane of a sweep of several; gx and gy in lane 0)
  *
  * An adjoint or tangent of exactly zero contributes nothing (ad_azmul),
  * as in every other rule, even where the other factor is infinite.     */
@@ -113,14 +114,17 @@ int ad_matmul_second(ad_tape *t, int64_t i)
 {
     /* the second-order sweep zeroes every variable's blocks first */
     product_views p = views(t, i, t->adj);
+    const int first = t->lane == 0;     /* the adjoints once, in lane 0 */
     if (p.xvar) {
-        g_yt(p.x.adj, 1, &p, p.o.adj, p.y.val);
+        if (first)
+            g_yt(p.x.adj, 1, &p, p.o.adj, p.y.val);
         g_yt(p.x.dadj, 1, &p, p.o.dadj, p.y.val);
         if (p.yvar)
             g_yt(p.x.dadj, 1, &p, p.o.adj, p.y.tan);
     }
     if (p.yvar) {
-        xt_g(p.y.adj, 1, &p, p.x.val, p.o.adj);
+        if (first)
+            xt_g(p.y.adj, 1, &p, p.x.val, p.o.adj);
         xt_g(p.y.dadj, 1, &p, p.x.val, p.o.dadj);
         if (p.xvar)
             xt_g(p.y.dadj, 1, &p, p.x.tan, p.o.adj);

@@ -11,7 +11,12 @@
  * partials.  Seeded with the gradient of one output, the leaves' dadj are
  * then the Hessian of that output times u: an exact Hessian-vector product
  * for the price of about three sweeps.  Zero factors contribute nothing
- * (ad_azmul), as in the other sweeps.                                      */
+ * (ad_azmul), as in the other sweeps.
+ *
+ * After a tangent sweep of several lanes, dg and dga have one per lane and
+ * g and ga stay one: an elementwise kernel computes its partials and ga
+ * once per element, dga in every lane; the rest run once per lane
+ * (ad_each_lane), adding into ga in lane 0 only.                        */
 #include <math.h>
 #include <stdlib.h>
 
@@ -19,13 +24,9 @@
 #include "rules.h"
 
 /* The chain rule through the first and second partials, for one element:
- * operand adjoint ga and its tangent dga, from the entry's g and dg. */
-#define AD_SECOND_STEP(GA, DGA, D1, D2X, D2Y)                                \
-    do {                                                                     \
-        GA += ad_azmul(D1, g);                                               \
-        DGA += ad_azmul(D1, dg) + ad_azmul(ad_azmul(D2X, dx)                 \
-                                           + ad_azmul(D2Y, dy), g);          \
-    } while (0)
+ * the tangent dga of an operand's adjoint, from the entry's g and dg. */
+#define AD_SECOND_TANGENT(D1, D2X, D2Y)                                      \
+    (ad_azmul(D1, dg) + ad_azmul(ad_azmul(D2X, dx) + ad_azmul(D2Y, dy), g))
 
 /* The array kernels: entry i's adjoint and adjoint-tangent blocks into
  * its operands'.  Each op's case in second_step below runs one for an
@@ -39,9 +40,34 @@
     const double c = t->imm[i];                                              \
     (void)bk; (void)c
 
-/* Elementwise ops: AD_SECOND_STEP per element and operand; a constant
- * operand's share goes to a sink. */
+/* Elementwise ops: ga += D1 g and dga += AD_SECOND_TANGENT per element,
+ * operand and lane.  The loop is compiled for each combination of
+ * variable operands (AV, BV: constants) and has no branch, so it
+ * vectorises: an element with nothing to hand on adds zeros (ad_azmul),
+ * which is cheaper than testing for it.                                  */
 #define NO_KERNEL(CODE, NAME, ARITY, KIND, INT)
+#define SECOND_ELEMENTS(AR, AV, BV, DA, DB, DAA, DAB, DBB)                   \
+    AD_BY_LANES(t, AD_ITERATE(&it, {                                         \
+        const double g = o.adj[ko];                                          \
+        const double x = a.val[ka], y = b.val[kb], v = o.val[ko];            \
+        (void)x; (void)y; (void)v; (void)c;                                  \
+        const double da = DA, daa = DAA, dab = DAB;                          \
+        const double db = AR == 2 ? DB : 0.0, dbb = AR == 2 ? DBB : 0.0;     \
+        (void)db; (void)dbb;                                                 \
+        if (AV)                                                              \
+            a.adj[ka] += ad_azmul(da, g);                                    \
+        if (AR == 2 && BV)                                                   \
+            b.adj[kb] += ad_azmul(db, g);                                    \
+        AD_FOR_LANES(nl, {                                                   \
+            const double dg = o.dadj[ko + l * o.ls];                         \
+            const double dx = AV ? a.tan[ka + l * a.ls] : 0.0;               \
+            const double dy = AR == 2 && BV ? b.tan[kb + l * b.ls] : 0.0;    \
+            if (AV)                                                          \
+                a.dadj[ka + l * a.ls] += AD_SECOND_TANGENT(da, daa, dab);    \
+            if (AR == 2 && BV)                                               \
+                b.dadj[kb + l * b.ls] += AD_SECOND_TANGENT(db, dab, dbb);    \
+        });                                                                  \
+    }))
 #define ELEMENTWISE_KERNEL(CODE, NAME, AR, KIND, INT, VALUE, DA, DB, DAA,    \
                            DAB, DBB)                                         \
     AD_SIMD_CLONES static int second_##CODE(ad_tape *t, int64_t i)           \
@@ -50,28 +76,35 @@
         ad_view b = AR == 2 ? ad_entry_view(t, t->b[i], t->adj) : a;         \
         const int avar = (t->flags[t->a[i]] & AD_FLAG_VARIABLE) != 0;        \
         const int bvar = AR == 2 && (t->flags[t->b[i]] & AD_FLAG_VARIABLE);  \
-        double sink = 0.0, dsink = 0.0;     /* a constant operand's share */ \
         ad_iter it;                                                          \
         ad_iter_init(&it, o.ndim, o.shape, &o, &a, &b);                      \
-        AD_ITERATE(&it, {                                                    \
-            double g = o.adj[ko], dg = o.dadj[ko];                           \
-            if (g != 0.0 || dg != 0.0) {                                     \
-                double x = a.val[ka], y = b.val[kb], v = o.val[ko];          \
-                double dx = avar ? a.tan[ka] : 0.0;                          \
-                double dy = bvar ? b.tan[kb] : 0.0;                          \
-                (void)x; (void)y; (void)v; (void)c;                          \
-                AD_SECOND_STEP(*(avar ? &a.adj[ka] : &sink),                 \
-                               *(avar ? &a.dadj[ka] : &dsink), DA, DAA, DAB);\
-                if (AR == 2)                                                 \
-                    AD_SECOND_STEP(*(bvar ? &b.adj[kb] : &sink),             \
-                                   *(bvar ? &b.dadj[kb] : &dsink),           \
-                                   DB, DAB, DBB);                            \
-            }                                                                \
-        });                                                                  \
+        if (AR == 1 || (avar && bvar))                                       \
+            SECOND_ELEMENTS(AR, 1, 1, DA, DB, DAA, DAB, DBB);                \
+        else if (avar)                                                       \
+            SECOND_ELEMENTS(AR, 1, 0, DA, DB, DAA, DAB, DBB);                \
+        else                                                                 \
+            SECOND_ELEMENTS(AR, 0, 1, DA, DB, DAA, DAB, DBB);                \
         return AD_OK;                                                        \
     }
 AD_OPS(NO_KERNEL, ELEMENTWISE_KERNEL)
 #undef ELEMENTWISE_KERNEL
+#undef SECOND_ELEMENTS
+
+/* The rest run once per lane: their adjoints in lane 0 only (ADJ and
+ * DADJ: what an element hands on to each), by the iteration EACH over the
+ * arguments after them. */
+#define ADJ_THEN_DADJ(EACH, ADJ, DADJ, ...)                                  \
+    do {                                                                     \
+        if (t->lane == 0) {                                                  \
+            EACH(__VA_ARGS__, { ADJ; DADJ; });                               \
+        } else {                                                             \
+            EACH(__VA_ARGS__, DADJ);                                         \
+        }                                                                    \
+    } while (0)
+#define EACH_ELEMENT(n, ...)                                                 \
+    for (int64_t k = 0; k < (n); ++k) {                                      \
+        __VA_ARGS__;                                                         \
+    }
 
 /* LSE: ga += s g with s = exp(a - v), whose tangent along the direction
  * is s (tan_a - tan_v): dga += s dg + s (tan_a - tan_v) g */
@@ -80,12 +113,10 @@ AD_SIMD_CLONES static int second_lse(ad_tape *t, int64_t i)
     VIEWS;
     ad_iter it;
     ad_iter_init(&it, a.ndim, a.shape, &o, &a, 0);
-    AD_LSE_EACH(&it, o.val, a.val, {
-        const double g = o.adj[ko], dg = o.dadj[ko];
-        a.adj[ka] += ad_azmul(s, g);
-        a.dadj[ka] += ad_azmul(s, dg)
-                      + ad_azmul(s * (a.tan[ka] - o.tan[ko]), g);
-    });
+    ADJ_THEN_DADJ(AD_LSE_EACH, a.adj[ka] += ad_azmul(s, o.adj[ko]),
+                  a.dadj[ka] += ad_azmul(s, o.dadj[ko])
+                      + ad_azmul(s * (a.tan[ka] - o.tan[ko]), o.adj[ko]),
+                  &it, o.val, a.val);
     return AD_OK;
 }
 
@@ -95,10 +126,8 @@ AD_SIMD_CLONES static int second_sum(ad_tape *t, int64_t i)
     VIEWS;
     ad_iter it;
     ad_iter_init(&it, a.ndim, a.shape, &o, &a, 0);
-    AD_ITERATE(&it, {
-        a.adj[ka] += o.adj[ko] / c;
-        a.dadj[ka] += o.dadj[ko] / c;
-    });
+    ADJ_THEN_DADJ(AD_ITERATE, a.adj[ka] += o.adj[ko] / c,
+                  a.dadj[ka] += o.dadj[ko] / c, &it);
     return AD_OK;
 }
 
@@ -110,12 +139,12 @@ AD_SIMD_CLONES static int second_extreme(ad_tape *t, int64_t i)
         return ad_fail(t, AD_ENOMEM, i, "out of memory in max/min");
     ad_iter it;
     ad_iter_init(&it, a.ndim, a.shape, &o, &a, 0);
-    AD_ITERATE(&it, {
-        if (a.val[ka] == o.val[ko]) {
-            a.adj[ka] += ad_azmul(1.0 / ties[ko], o.adj[ko]);
-            a.dadj[ka] += ad_azmul(1.0 / ties[ko], o.dadj[ko]);
-        }
-    });
+    ADJ_THEN_DADJ(AD_ITERATE,
+                  if (a.val[ka] == o.val[ko])
+                      a.adj[ka] += ad_azmul(1.0 / ties[ko], o.adj[ko]),
+                  if (a.val[ka] == o.val[ko])
+                      a.dadj[ka] += ad_azmul(1.0 / ties[ko], o.dadj[ko]),
+                  &it);
     free(ties);
     return AD_OK;
 }
@@ -123,37 +152,47 @@ AD_SIMD_CLONES static int second_extreme(ad_tape *t, int64_t i)
 AD_SIMD_CLONES static int second_reshape(ad_tape *t, int64_t i)
 {
     VIEWS;
-    for (int64_t k = 0; k < bk->size; ++k) {
-        a.adj[k] += o.adj[k];
-        a.dadj[k] += o.dadj[k];
-    }
+    ADJ_THEN_DADJ(EACH_ELEMENT, a.adj[k] += o.adj[k], a.dadj[k] += o.dadj[k],
+                  bk->size);
     return AD_OK;
 }
 
 AD_SIMD_CLONES static int second_gather(ad_tape *t, int64_t i)
 {
     VIEWS;
-    AD_GATHER_EACH(bk, { a.adj[ks] += o.adj[ko]; a.dadj[ks] += o.dadj[ko]; });
+    ADJ_THEN_DADJ(AD_GATHER_EACH, a.adj[ks] += o.adj[ko],
+                  a.dadj[ks] += o.dadj[ko], bk);
     return AD_OK;
 }
 
 AD_SIMD_CLONES static int second_scatter(ad_tape *t, int64_t i)
 {
     VIEWS;
-    for (int64_t k = 0; k < bk->nmap; ++k) {
-        a.adj[k] += o.adj[bk->map[k]];
-        a.dadj[k] += o.dadj[bk->map[k]];
-    }
+    ADJ_THEN_DADJ(EACH_ELEMENT, a.adj[k] += o.adj[bk->map[k]],
+                  a.dadj[k] += o.dadj[bk->map[k]], bk->nmap);
     return AD_OK;
 }
+#undef ADJ_THEN_DADJ
+#undef EACH_ELEMENT
 #undef VIEWS
 
-/* One step of the sweep: entry i's adjoint and its tangent into its
- * operands', a scalar's by the rules below, an array's (array:
- * t->aux[i] >= 0) by its kernel. */
-AD_HOT_INLINE int second_step(ad_tape *t, int64_t i, const int array)
+/* An extern entry's rule for lane t->lane. */
+static int second_extern(ad_tape *t, int64_t i)
 {
-    double *adj = t->adj, *dadj = t->dadj;
+    if (t->aux[i] >= 0 && ad_native_matmul(t, i))
+        return ad_matmul_second(t, i);
+    return ad_call_extern(t, t->extern_second, i, "second-order");
+}
+
+/* One step of the sweep: entry i's adjoint and its tangent into its
+ * operands', a scalar's by the rules below in lane t->lane (tan and dadj:
+ * that lane's; the adjoints in lane 0 only), an array's (array:
+ * t->aux[i] >= 0) by its kernel in every lane. */
+AD_HOT_INLINE int second_step(ad_tape *t, int64_t i, const int array,
+                              const double *tan, double *dadj)
+{
+    double *adj = t->adj, sink = 0.0;
+    const int first = t->lane == 0;
     const double g = adj[i], dg = dadj[i];
     AD_TRACE_STEP("2nd", t, i, adj, AD_TRACE_ADJ | AD_TRACE_DADJ);
     if (!array && g == 0.0 && dg == 0.0)
@@ -161,58 +200,66 @@ AD_HOT_INLINE int second_step(ad_tape *t, int64_t i, const int array)
     const int32_t a = t->a[i], b = t->b[i];
     const uint8_t *f = t->flags;
     const double x = a >= 0 ? t->val[a] : 0.0, y = b >= 0 ? t->val[b] : 0.0;
-    const double dx = a >= 0 && (f[a] & AD_FLAG_VARIABLE) ? t->tan[a] : 0.0;
-    const double dy = b >= 0 && (f[b] & AD_FLAG_VARIABLE) ? t->tan[b] : 0.0;
+    const double dx = a >= 0 && (f[a] & AD_FLAG_VARIABLE) ? tan[a] : 0.0;
+    const double dy = b >= 0 && (f[b] & AD_FLAG_VARIABLE) ? tan[b] : 0.0;
     const double v = t->val[i], c = t->imm[i];
     (void)x; (void)y; (void)v; (void)c;
-/* an array entry runs its kernel, a scalar one the rule after this */
+/* the adjoint of operand j (in lane 0; elsewhere a sink) */
+#define GA(j) (*(first ? &adj[j] : &sink))
+/* an array entry runs its kernel (for every lane at once, or once per
+ * lane: EACH), a scalar one the rule after this */
 #define ARRAY(kernel)                                                        \
     if (array)                                                               \
         return kernel(t, i);
+#define EACH(kernel)                                                         \
+    if (array)                                                               \
+        return ad_each_lane(t, i, kernel);
     switch ((enum ad_op)t->op[i]) {
 #define ELEMENTWISE(CODE, NAME, AR, KIND, INT, VALUE, DA, DB, DAA, DAB, DBB) \
     case CODE:                                                               \
         ARRAY(second_##CODE)                                                 \
-        AD_SECOND_STEP(adj[a], dadj[a], DA, DAA, DAB);                       \
-        if (AR == 2)                                                         \
-            AD_SECOND_STEP(adj[b], dadj[b], DB, DAB, DBB);                   \
+        GA(a) += ad_azmul(DA, g);                                            \
+        dadj[a] += AD_SECOND_TANGENT(DA, DAA, DAB);                          \
+        if (AR == 2) {                                                       \
+            GA(b) += ad_azmul(DB, g);                                        \
+            dadj[b] += AD_SECOND_TANGENT(DB, DAB, DBB);                      \
+        }                                                                    \
         break;
     AD_OPS(NO_KERNEL, ELEMENTWISE)
 #undef ELEMENTWISE
     case AD_LEAF:    break;
     case AD_SUM:
-        ARRAY(second_sum)
-        adj[a] += g / c; dadj[a] += dg / c;
+        EACH(second_sum)
+        GA(a) += g / c; dadj[a] += dg / c;
         break;
     case AD_MAX: case AD_MIN:
-        ARRAY(second_extreme)
-        adj[a] += g; dadj[a] += dg;
+        EACH(second_extreme)
+        GA(a) += g; dadj[a] += dg;
         break;
     case AD_LSE: {                                      /* of one */
-        ARRAY(second_lse)
+        EACH(second_lse)
         const double w = ad_lse_weight(x, v);
-        adj[a] += ad_azmul(w, g);
-        dadj[a] += ad_azmul(w, dg) + ad_azmul(w * (dx - t->tan[i]), g);
+        GA(a) += ad_azmul(w, g);
+        dadj[a] += ad_azmul(w, dg) + ad_azmul(w * (dx - tan[i]), g);
         break;
     }
-    case AD_RESHAPE: ARRAY(second_reshape) adj[a] += g; dadj[a] += dg; break;
-    case AD_GATHER:  ARRAY(second_gather) adj[a] += g; dadj[a] += dg; break;
-    case AD_SCATTER: ARRAY(second_scatter) adj[a] += g; dadj[a] += dg; break;
-    case AD_EXTERN:
-        if (array && ad_native_matmul(t, i))
-            return ad_matmul_second(t, i);
-        return ad_call_extern(t, t->extern_second, i, "second-order");
+    case AD_RESHAPE: EACH(second_reshape) GA(a) += g; dadj[a] += dg; break;
+    case AD_GATHER:  EACH(second_gather) GA(a) += g; dadj[a] += dg; break;
+    case AD_SCATTER: EACH(second_scatter) GA(a) += g; dadj[a] += dg; break;
+    case AD_EXTERN:  EACH(second_extern) return second_extern(t, i);
     case AD_NUM_OPS:
         return ad_fail(t, AD_EINVAL, i, "bad op at %lld", (long long)i);
     }
 #undef ARRAY
+#undef EACH
+#undef GA
     return AD_OK;
 }
 #undef NO_KERNEL
 
 AD_NOINLINE static int second_array_step(ad_tape *t, int64_t i)
 {
-    return second_step(t, i, 1);
+    return second_step(t, i, 1, t->tan, t->dadj);
 }
 
 int ad_second_order(ad_tape *t, int64_t nseeds, const int64_t *idx,
@@ -247,13 +294,21 @@ int ad_second_order(ad_tape *t, int64_t nseeds, const int64_t *idx,
         for (int64_t e = 0; e < size; ++e)
             p[e] += sa ? sa[e] : seed[k];
     }
-    for (int64_t i = top; i >= 0; --i) {
+    for (int64_t i = top; i >= 0 && status == AD_OK; --i) {
         if (t->op[i] == AD_LEAF || !(t->flags[i] & AD_FLAG_VARIABLE))
             continue;
-        status = t->aux[i] < 0 ? second_step(t, i, 0)
-                               : second_array_step(t, i);
-        if (status != AD_OK)
-            return status;
+        if (t->aux[i] >= 0) {
+            status = second_array_step(t, i);
+        } else if (t->lanes == 1) {
+            status = second_step(t, i, 0, t->tan, t->dadj);
+        } else {
+            for (int64_t l = 0; l < t->lanes && status == AD_OK; ++l) {
+                t->lane = l;
+                status = second_step(t, i, 0, t->tan + l * t->cap,
+                                     t->dadj + l * t->cap);
+            }
+            t->lane = 0;
+        }
     }
-    return AD_OK;
+    return status;
 }

@@ -6,7 +6,13 @@
  * sweep gives a Jacobian-vector product.  Only variables are swept: a
  * constant has tangent 0 and is never read.  A zero tangent contributes
  * nothing (ad_azmul), so an infinite partial on a branch the direction
- * does not move never turns into a NaN.                                    */
+ * does not move never turns into a NaN.
+ *
+ * One sweep may carry several directions, the tape's lanes (ad.h): an
+ * elementwise kernel computes its partials once per element and applies
+ * them to every lane, which is most of the work saved; the linear
+ * kernels, whose partials are constants, and the rules of scalar and
+ * extern entries run once per lane (ad_each_lane).                       */
 #include <math.h>
 #include <stdlib.h>
 
@@ -25,7 +31,7 @@
     const double c = t->imm[i];                                              \
     (void)bk; (void)c
 
-/* Elementwise ops: DA * dx + DB * dy per element. */
+/* Elementwise ops: DA * dx + DB * dy per element and lane. */
 #define NO_KERNEL(CODE, NAME, ARITY, KIND, INT)
 #define ELEMENTWISE_KERNEL(CODE, NAME, AR, KIND, INT, VALUE, DA, DB, DAA,    \
                            DAB, DBB)                                         \
@@ -37,13 +43,19 @@
         const int bvar = AR == 2 && (t->flags[t->b[i]] & AD_FLAG_VARIABLE);  \
         ad_iter it;                                                          \
         ad_iter_init(&it, o.ndim, o.shape, &o, &a, &b);                      \
-        AD_ITERATE(&it, {                                                    \
-            double x = a.val[ka], y = b.val[kb], v = o.val[ko];              \
-            double dx = avar ? a.tan[ka] : 0.0;                              \
-            double dy = AR == 2 && bvar ? b.tan[kb] : 0.0;                   \
-            (void)x; (void)y; (void)v; (void)c; (void)dy;                    \
-            o.tan[ko] = ad_azmul(DA, dx) + (AR == 2 ? ad_azmul(DB, dy) : 0.0);\
-        });                                                                  \
+        AD_BY_LANES(t, AD_ITERATE(&it, {                                     \
+            const double x = a.val[ka], y = b.val[kb], v = o.val[ko];        \
+            (void)x; (void)y; (void)v; (void)c;                              \
+            const double da = DA, db = AR == 2 ? DB : 0.0;                   \
+            (void)db;                                                        \
+            AD_FOR_LANES(nl, {                                               \
+                double dx = avar ? a.tan[ka + l * a.ls] : 0.0;               \
+                double dy = AR == 2 && bvar ? b.tan[kb + l * b.ls] : 0.0;    \
+                (void)dy;                                                    \
+                o.tan[ko + l * o.ls] = ad_azmul(da, dx)                      \
+                    + (AR == 2 ? ad_azmul(db, dy) : 0.0);                    \
+            });                                                              \
+        }));                                                                 \
         return AD_OK;                                                        \
     }
 AD_OPS(NO_KERNEL, ELEMENTWISE_KERNEL)
@@ -119,23 +131,38 @@ AD_SIMD_CLONES static int tangent_scatter(ad_tape *t, int64_t i)
 }
 #undef VIEWS
 
+/* An extern entry's rule for lane t->lane. */
+static int tangent_extern(ad_tape *t, int64_t i)
+{
+    return ad_native_matmul(t, i) ? ad_matmul_tangent(t, i)
+                                  : ad_call_extern(t, t->extern_tangent, i,
+                                                   "tangent");
+}
+
 /* One step of the sweep: entry i's tangent, a scalar's from its operands'
- * tangents, an array's (array: t->aux[i] >= 0) by its kernel. */
-AD_HOT_INLINE int tangent_step(ad_tape *t, int64_t i, const int array)
+ * tangents in lane t->lane (tan: that lane's), an array's (array:
+ * t->aux[i] >= 0) by its kernel in every lane. */
+AD_HOT_INLINE int tangent_step(ad_tape *t, int64_t i, const int array,
+                               double *tan)
 {
     const int32_t a = t->a[i], b = t->b[i];
     const uint8_t *f = t->flags;
-    double *tan = t->tan;
     const double x = a >= 0 ? t->val[a] : 0.0, y = b >= 0 ? t->val[b] : 0.0;
     const double dx = a >= 0 && (f[a] & AD_FLAG_VARIABLE) ? tan[a] : 0.0;
     const double dy = b >= 0 && (f[b] & AD_FLAG_VARIABLE) ? tan[b] : 0.0;
     const double v = t->val[i], c = t->imm[i];
     (void)x; (void)y; (void)v; (void)c; (void)dy;
     int status = AD_OK;
-/* an array entry runs its kernel, a scalar one the rule after this */
+/* an array entry runs its kernel (for every lane at once, or once per
+ * lane: EACH), a scalar one the rule after this */
 #define ARRAY(kernel)                                                        \
     if (array) {                                                             \
         status = kernel(t, i);                                               \
+        break;                                                               \
+    }
+#define EACH(kernel)                                                         \
+    if (array) {                                                             \
+        status = ad_each_lane(t, i, kernel);                                 \
         break;                                                               \
     }
     switch ((enum ad_op)t->op[i]) {
@@ -147,24 +174,21 @@ AD_HOT_INLINE int tangent_step(ad_tape *t, int64_t i, const int array)
     AD_OPS(NO_KERNEL, ELEMENTWISE)
 #undef ELEMENTWISE
     case AD_LEAF:    break;                       /* seeded */
-    case AD_SUM:     ARRAY(tangent_sum) tan[i] = dx / c; break;  /* of one */
-    case AD_MAX: case AD_MIN: ARRAY(tangent_extreme) tan[i] = dx; break;
+    case AD_SUM:     EACH(tangent_sum) tan[i] = dx / c; break;  /* of one */
+    case AD_MAX: case AD_MIN: EACH(tangent_extreme) tan[i] = dx; break;
     case AD_LSE:
-        ARRAY(tangent_lse)
+        EACH(tangent_lse)
         tan[i] = ad_azmul(ad_lse_weight(x, v), dx);
         break;
-    case AD_RESHAPE: ARRAY(tangent_reshape) tan[i] = dx; break;
-    case AD_GATHER:  ARRAY(tangent_gather) tan[i] = dx; break;
-    case AD_SCATTER: ARRAY(tangent_scatter) tan[i] = dx; break;
-    case AD_EXTERN:
-        status = array && ad_native_matmul(t, i)
-                     ? ad_matmul_tangent(t, i)
-                     : ad_call_extern(t, t->extern_tangent, i, "tangent");
-        break;
+    case AD_RESHAPE: EACH(tangent_reshape) tan[i] = dx; break;
+    case AD_GATHER:  EACH(tangent_gather) tan[i] = dx; break;
+    case AD_SCATTER: EACH(tangent_scatter) tan[i] = dx; break;
+    case AD_EXTERN:  EACH(tangent_extern) status = tangent_extern(t, i); break;
     case AD_NUM_OPS:
         return ad_fail(t, AD_EINVAL, i, "bad op at %lld", (long long)i);
     }
 #undef ARRAY
+#undef EACH
     AD_TRACE_STEP("tan", t, i, 0, AD_TRACE_TAN);
     return status;
 }
@@ -172,7 +196,7 @@ AD_HOT_INLINE int tangent_step(ad_tape *t, int64_t i, const int array)
 
 AD_NOINLINE static int tangent_array_step(ad_tape *t, int64_t i)
 {
-    return tangent_step(t, i, 1);
+    return tangent_step(t, i, 1, t->tan);
 }
 
 /* Checks shared by the tangent and second-order sweeps' seeds. */
@@ -193,45 +217,60 @@ int ad_check_seeds(ad_tape *t, int64_t nseeds, const int64_t *idx,
     return AD_OK;
 }
 
-int ad_tangent(ad_tape *t, int64_t hi, int64_t nseeds, const int64_t *idx,
-               const double *seed, const double *const *seed_arrays)
+int ad_tangent(ad_tape *t, int64_t hi, int64_t lanes, int64_t nseeds,
+               const int64_t *idx, const double *seed,
+               const double *const *seed_arrays)
 {
     const int64_t n = ad_len(t);
     if (hi < 0 || hi > n)
         return ad_fail(t, AD_ERANGE, -1, "tangent sweep to %lld outside the "
                        "tape's %lld entries", (long long)hi, (long long)n);
+    if (lanes < 1 || lanes > AD_MAX_LANES)
+        return ad_fail(t, AD_EINVAL, -1, "a tangent sweep carries 1 to %d "
+                       "directions, not %lld", AD_MAX_LANES, (long long)lanes);
     int status = ad_check_seeds(t, nseeds, idx, 1);
-    if (status == AD_OK)
-        status = ad_tangent_arrays(t, 0);
+    if (status != AD_OK)
+        return status;
+    ad_set_lanes(t, lanes);
+    status = ad_tangent_arrays(t, 0);
     /* every variable leaf starts at 0; an operation's tangent is written
      * whole by its rule (its block allocated on first use) */
     for (int64_t i = 0; i < hi && status == AD_OK; ++i) {
         if (!(t->flags[i] & AD_FLAG_VARIABLE))
             continue;
-        if (t->op[i] == AD_LEAF || t->aux[i] < 0)
+        ad_block *bk = t->aux[i] >= 0 ? &t->blk[t->aux[i]] : 0;
+        if (t->op[i] == AD_LEAF || !bk)
             status = ad_scratch_zero(t, i, 1);
-        else if (!t->blk[t->aux[i]].tan &&
-                 !(t->blk[t->aux[i]].tan = ad_block_calloc(t->blk[t->aux[i]].size)))
+        else if (!bk->tan && !(bk->tan = ad_block_calloc(bk->size * lanes)))
             status = ad_fail(t, AD_ENOMEM, i, "out of memory for tangents");
     }
     if (status != AD_OK)
         return status;
     for (int64_t k = 0; k < nseeds; ++k) {
-        double *p = ad_entry_scratch(t, idx[k], 1);
         int64_t size = t->aux[idx[k]] >= 0 ? t->blk[t->aux[idx[k]]].size : 1;
-        if (!(t->flags[idx[k]] & AD_FLAG_VARIABLE) || !p)
+        if (!(t->flags[idx[k]] & AD_FLAG_VARIABLE))
             continue;               /* a constant leaf: nothing moves it */
         const double *sa = seed_arrays ? seed_arrays[k] : 0;
-        for (int64_t e = 0; e < size; ++e)
-            p[e] += sa ? sa[e] : seed[k];
+        for (int64_t l = 0; l < lanes; ++l) {
+            double *p = ad_lane_scratch(t, idx[k], 1, l);
+            for (int64_t e = 0; e < size; ++e)
+                p[e] += sa ? sa[l * size + e] : seed[k];
+        }
     }
-    for (int64_t i = 0; i < hi; ++i) {
+    for (int64_t i = 0; i < hi && status == AD_OK; ++i) {
         if (t->op[i] == AD_LEAF || !(t->flags[i] & AD_FLAG_VARIABLE))
             continue;
-        status = t->aux[i] < 0 ? tangent_step(t, i, 0)
-                               : tangent_array_step(t, i);
-        if (status != AD_OK)
-            return status;
+        if (t->aux[i] >= 0) {
+            status = tangent_array_step(t, i);
+        } else if (lanes == 1) {
+            status = tangent_step(t, i, 0, t->tan);
+        } else {
+            for (int64_t l = 0; l < lanes && status == AD_OK; ++l) {
+                t->lane = l;
+                status = tangent_step(t, i, 0, t->tan + l * t->cap);
+            }
+            t->lane = 0;
+        }
     }
-    return AD_OK;
+    return status;
 }

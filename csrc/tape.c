@@ -26,17 +26,25 @@ ad_tape *ad_tape_new(void)
         t->err_index = -1;
         t->max_entries = AD_MAX_ENTRIES;
         t->max_bytes = -1;
+        t->lanes = 1;
     }
     return t;
 }
 
-static void free_block(ad_block *bk)
+/* A block's tangent scratch: a copy per lane. */
+static void free_lanes(const ad_tape *t, ad_block *bk)
+{
+    ad_block_release(bk->tan, bk->size * t->lanes);
+    ad_block_release(bk->dadj, bk->size * t->lanes);
+    bk->tan = bk->dadj = 0;
+}
+
+static void free_block(const ad_tape *t, ad_block *bk)
 {
     ad_block_release(bk->adj, bk->size);
     if (!bk->grad_borrowed)     /* Python's: it outlives the entry */
         ad_block_release(bk->grad, bk->size);
-    ad_block_release(bk->tan, bk->size);
-    ad_block_release(bk->dadj, bk->size);
+    free_lanes(t, bk);
     free(bk->map);
     bk->adj = bk->grad = bk->tan = bk->dadj = 0;
     bk->map = 0;
@@ -52,13 +60,23 @@ void ad_drop_tangent_arrays(ad_tape *t)
 
 int ad_tangent_arrays(ad_tape *t, int second)
 {
-    if (!t->tan && !(t->tan = malloc((size_t)(t->cap ? t->cap : 1)
-                                     * sizeof *t->tan)))
+    const size_t count = (size_t)(t->cap ? t->cap : 1) * (size_t)t->lanes;
+    if (!t->tan && !(t->tan = malloc(count * sizeof *t->tan)))
         return ad_fail(t, AD_ENOMEM, -1, "out of memory for tangents");
-    if (second && !t->dadj && !(t->dadj = malloc((size_t)(t->cap ? t->cap : 1)
-                                                 * sizeof *t->dadj)))
+    if (second && !t->dadj && !(t->dadj = malloc(count * sizeof *t->dadj)))
         return ad_fail(t, AD_ENOMEM, -1, "out of memory for tangents");
     return AD_OK;
+}
+
+void ad_set_lanes(ad_tape *t, int64_t lanes)
+{
+    if (lanes == t->lanes)
+        return;
+    for (int64_t k = 0; k < AD_COUNT_LOAD(t->nblk); ++k)
+        free_lanes(t, &t->blk[k]);
+    ad_drop_tangent_arrays(t);
+    t->lanes = lanes;
+    t->lane = 0;
 }
 
 void ad_tape_free(ad_tape *t)
@@ -77,7 +95,7 @@ void ad_tape_free(ad_tape *t)
     free(t->variable);
     ad_drop_tangent_arrays(t);
     for (int64_t k = 0; k < t->nblk; ++k)
-        free_block(&t->blk[k]);
+        free_block(t, &t->blk[k]);
     ad_table_release(t->blk, t->blk_cap);
     free(t);
 }
@@ -223,7 +241,7 @@ int ad_tape_compact(ad_tape *t, int64_t n, const uint8_t *keep,
         if (!(t->flags[i] & AD_FLAG_MARK)) {
             newidx[i] = -1;
             if (t->aux[i] >= 0)
-                free_block(&t->blk[t->aux[i]]);
+                free_block(t, &t->blk[t->aux[i]]);
             continue;
         }
         if (t->aux[i] >= 0) {            /* blocks keep their order too */

@@ -242,7 +242,11 @@ def second_step(t, i):
     rule, out = t.externs[i], t.entry_value(i)
     tangents = [t.scratch(j, TAN).copy() if need else None
                 for j, need in zip(operands, needs)]
-    first = rule.cotangents(g, out, inputs, needs)
+    # a sweep of several lanes calls this once per lane: the adjoints,
+    # which are one for all of them, in lane 0 only
+    lane0 = t._c.lane == 0
+    first = rule.cotangents(g, out, inputs, needs) if lane0 else \
+        [None] * len(operands)
     seconds = rule.cotangent_tangents(g, dg, out, inputs, tangents, needs)
     for j, ct, dct, need in zip(operands, first, seconds, needs):
         if need:

@@ -172,6 +172,23 @@ class _Problem:
         parts = np.split(flat, np.cumsum(self.sizes)[:-1])
         return [p.reshape(s) for p, s in zip(parts, self.shapes)]
 
+    def tangent_lanes(self, color, lo, lanes):
+        """One tangent sweep along colours lo, ..., lo + lanes - 1 of a
+        colouring of the columns: lane l moves the columns of colour lo + l."""
+        seeds = (color[None, :] == np.arange(lo, lo + lanes)[:, None]).astype(np.float64)
+        parts = np.split(seeds, np.cumsum(self.sizes)[:-1], axis=1)
+        self.tr.tape.tangent([n._i for n in self.nodes],
+                             [np.ascontiguousarray(p).reshape((lanes,) + s)
+                              for p, s in zip(parts, self.shapes)], lanes=lanes)
+
+    def read_lanes(self, B, lo, lanes, which):
+        """B's columns lo, ... from the inputs' scratch in each lane."""
+        tape = self.tr.tape
+        for lane in range(lanes):
+            tape.select_lane(lane)
+            B[:, lo + lane] = self.flat(which)
+        tape.select_lane(0)
+
     def flat(self, which):
         """The inputs' scratch (DADJ) as one flat vector."""
         return np.concatenate([np.reshape(self.tr.scratch_of(n, which), -1)
@@ -331,14 +348,16 @@ class JacobianPlan:
                     B[:, c] = np.concatenate([np.reshape(g, -1) for g in grads])
         else:
             B = np.zeros((self.nrows, k))
-            for c in range(k):
-                if any(e is not None for e in self.entries):
-                    tr.tangent(pb.split((self.color == c).astype(np.float64)))
-                    B[:, c] = np.concatenate(
-                        [np.zeros(m) if e is None else
-                         np.reshape(tr.scratch_of(leaf, TAN), -1)
-                         for e, leaf, m in zip(self.entries, leaves, self.osizes)]) \
-                        if self.nrows else B[:, c]
+            if self.nrows and any(e is not None for e in self.entries):
+                for lo, lanes in _batches(k):
+                    pb.tangent_lanes(self.color, lo, lanes)
+                    for lane in range(lanes):
+                        tr.tape.select_lane(lane)
+                        B[:, lo + lane] = np.concatenate(
+                            [np.zeros(m) if e is None else
+                             np.reshape(tr.scratch_of(leaf, TAN), -1)
+                             for e, leaf, m in zip(self.entries, leaves, self.osizes)])
+                    tr.tape.select_lane(0)
         data = np.empty(len(self.idx))
         _check(lib.ad_recover_jacobian(
             self.nrows, ffi.from_buffer("int64_t[]", self.ptr), _buffer(self.idx),
@@ -347,6 +366,16 @@ class JacobianPlan:
             ffi.from_buffer("double[]", data) if data.size else ffi.NULL),
             "Jacobian's recovery")
         return _csr(self.ptr, self.idx, (self.nrows, self.ncols), data)
+
+
+# The most colours one tangent sweep carries (csrc/ad.h's AD_MAX_LANES):
+# each elementwise partial is computed once for all of them.
+LANES = 4
+
+
+def _batches(k):
+    """(first colour, lanes) of the tangent sweeps for k colours."""
+    return [(lo, min(LANES, k - lo)) for lo in range(0, k, LANES)]
 
 
 class HessianPlan:
@@ -377,15 +406,14 @@ class HessianPlan:
                 "in one sweep needs second-order rules (ad.sparse_hessian(f) "
                 "differentiates its vjp instead)")
         B = np.zeros((self.n, k))
-        if self.out is not None:
+        if self.out is not None and hvp is None:
+            for lo, lanes in _batches(k):
+                pb.tangent_lanes(self.color, lo, lanes)
+                tr.tape.second_order([self.out], [1.0])
+                pb.read_lanes(B, lo, lanes, DADJ)
+        elif self.out is not None:
             for c in range(k):
-                seeds = pb.split((self.color == c).astype(np.float64))
-                if hvp is None:
-                    tr.tangent(seeds)
-                    tr.tape.second_order([self.out], [1.0])
-                    B[:, c] = pb.flat(DADJ)
-                else:
-                    B[:, c] = hvp(seeds)
+                B[:, c] = hvp(pb.split((self.color == c).astype(np.float64)))
         data = np.empty(len(self.idx))
         _check(lib.ad_recover_hessian(
             self.n, ffi.from_buffer("int64_t[]", self.ptr), _buffer(self.idx),

@@ -669,15 +669,24 @@ class Tape:
         return self._backward_imports(max(idx), swept,
                                       [b is None for b in before])
 
-    def tangent(self, idx, seeds, hi=None):
+    def tangent(self, idx, seeds, hi=None, lanes=1):
         """Forward-mode sweep over entries [0, hi): the leaves idx move
-        along seeds, every other leaf stays.  Read with scratch(j, TAN)."""
+        along seeds, every other leaf stays.  Read with scratch(j, TAN).
+        With lanes > 1, along that many directions at once: each seed is
+        then an array of (lanes,) + the leaf's shape, and select_lane picks
+        the direction scratch shows."""
         self._check_open()
         with self.lock:
             self.flush()
             hi = len(self.nodes) if hi is None else hi
-            _core.check(lib.ad_tangent(self._c, hi, *_seed_arguments(idx, seeds)),
+            _core.check(lib.ad_tangent(self._c, hi, lanes,
+                                       *_seed_arguments(idx, seeds)),
                         self._c, self)
+
+    def select_lane(self, lane):
+        """The direction of the last tangent sweep that scratch(j, TAN)
+        and scratch(j, DADJ) show."""
+        _core.check(lib.ad_select_lane(self._c, lane), self._c, self)
 
     def second_order(self, idx, seeds):
         """After tangent(): adjoints from the seeds and their tangents; the
