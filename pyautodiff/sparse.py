@@ -25,7 +25,7 @@ from ._core import ffi, lib
 from .functional import _transform
 from .matmul import matmul_rule
 from .tape import DADJ, TAN
-from .trace import Trace
+from .trace import Trace, lane_batches
 
 _ORDERS = (0, 1)          # natural order, largest degree first: the fewer wins
 
@@ -175,19 +175,8 @@ class _Problem:
     def tangent_lanes(self, color, lo, lanes):
         """One tangent sweep along colours lo, ..., lo + lanes - 1 of a
         colouring of the columns: lane l moves the columns of colour lo + l."""
-        seeds = (color[None, :] == np.arange(lo, lo + lanes)[:, None]).astype(np.float64)
-        parts = np.split(seeds, np.cumsum(self.sizes)[:-1], axis=1)
-        self.tr.tape.tangent([n._i for n in self.nodes],
-                             [np.ascontiguousarray(p).reshape((lanes,) + s)
-                              for p, s in zip(parts, self.shapes)], lanes=lanes)
-
-    def read_lanes(self, B, lo, lanes, which):
-        """B's columns lo, ... from the inputs' scratch in each lane."""
-        tape = self.tr.tape
-        for lane in range(lanes):
-            tape.select_lane(lane)
-            B[:, lo + lane] = self.flat(which)
-        tape.select_lane(0)
+        self.tr.tangent_lanes(self.shapes, (color[None, :] == np.arange(
+            lo, lo + lanes)[:, None]).astype(np.float64))
 
     def flat(self, which):
         """The inputs' scratch (DADJ) as one flat vector."""
@@ -349,15 +338,12 @@ class JacobianPlan:
         else:
             B = np.zeros((self.nrows, k))
             if self.nrows and any(e is not None for e in self.entries):
-                for lo, lanes in _batches(k):
+                for lo, lanes in lane_batches(k):
                     pb.tangent_lanes(self.color, lo, lanes)
-                    for lane in range(lanes):
-                        tr.tape.select_lane(lane)
-                        B[:, lo + lane] = np.concatenate(
-                            [np.zeros(m) if e is None else
-                             np.reshape(tr.scratch_of(leaf, TAN), -1)
-                             for e, leaf, m in zip(self.entries, leaves, self.osizes)])
-                    tr.tape.select_lane(0)
+                    tr.lane_columns(B, lo, lanes, lambda: np.concatenate(
+                        [np.zeros(m) if e is None else
+                         np.reshape(tr.scratch_of(leaf, TAN), -1)
+                         for e, leaf, m in zip(self.entries, leaves, self.osizes)]))
         data = np.empty(len(self.idx))
         _check(lib.ad_recover_jacobian(
             self.nrows, ffi.from_buffer("int64_t[]", self.ptr), _buffer(self.idx),
@@ -366,16 +352,6 @@ class JacobianPlan:
             ffi.from_buffer("double[]", data) if data.size else ffi.NULL),
             "Jacobian's recovery")
         return _csr(self.ptr, self.idx, (self.nrows, self.ncols), data)
-
-
-# The most colours one tangent sweep carries (csrc/ad.h's AD_MAX_LANES):
-# each elementwise partial is computed once for all of them.
-LANES = 4
-
-
-def _batches(k):
-    """(first colour, lanes) of the tangent sweeps for k colours."""
-    return [(lo, min(LANES, k - lo)) for lo in range(0, k, LANES)]
 
 
 class HessianPlan:
@@ -407,10 +383,10 @@ class HessianPlan:
                 "differentiates its vjp instead)")
         B = np.zeros((self.n, k))
         if self.out is not None and hvp is None:
-            for lo, lanes in _batches(k):
+            for lo, lanes in lane_batches(k):
                 pb.tangent_lanes(self.color, lo, lanes)
                 tr.tape.second_order([self.out], [1.0])
-                pb.read_lanes(B, lo, lanes, DADJ)
+                tr.lane_columns(B, lo, lanes, lambda: pb.flat(DADJ))
         elif self.out is not None:
             for c in range(k):
                 B[:, c] = hvp(pb.split((self.color == c).astype(np.float64)))

@@ -270,6 +270,24 @@ class Trace:
     def tangent(self, seeds):
         self.tape.tangent([n._i for n in self.variables()], seeds)
 
+    def tangent_lanes(self, shapes, directions):
+        """One tangent sweep along every row of directions at once (at most
+        LANES rows, each flat over the variables' elements: the variables
+        of these shapes, one per differentiated argument)."""
+        lanes = len(directions)
+        parts = np.split(directions, np.cumsum([int(np.prod(s)) for s in shapes])[:-1],
+                         axis=1)
+        self.tape.tangent([n._i for n in self.variables()],
+                          [np.ascontiguousarray(p).reshape((lanes,) + tuple(s))
+                           for p, s in zip(parts, shapes)], lanes=lanes)
+
+    def lane_columns(self, out, lo, lanes, read):
+        """out[:, lo + l] = read() in each lane l of the last tangent sweep."""
+        for lane in range(lanes):
+            self.tape.select_lane(lane)
+            out[:, lo + lane] = read()
+        self.tape.select_lane(0)
+
     # -- derivatives at the traced point -----------------------------------------
 
     def value_and_grad(self):
@@ -382,16 +400,14 @@ class Trace:
                             jac[row] = np.concatenate([np.reshape(g, -1)
                                                        for g in grads])
                         row += 1
-            else:                                   # one tangent sweep per column
-                for k in range(N):
-                    seed = np.zeros(N)
-                    seed[k] = 1.0
-                    parts = np.split(seed, np.cumsum(sizes)[:-1])
-                    self.tangent([p.reshape(s) for p, s in zip(parts, shapes)])
-                    jac[:, k] = np.concatenate([
+            else:                                   # a tangent per column
+                unit = np.eye(N)
+                for lo, lanes in lane_batches(N):
+                    self.tangent_lanes(shapes, unit[lo:lo + lanes])
+                    self.lane_columns(jac, lo, lanes, lambda: np.concatenate([
                         np.zeros(m) if e is None else
                         np.reshape(self.scratch_of(leaf, TAN), -1)
-                        for e, leaf, m in zip(entries, leaves, osizes)])
+                        for e, leaf, m in zip(entries, leaves, osizes)]))
         blocks = self._blocks(jac, list(zip(st.kinds, oshapes)),
                               list(zip(kinds, shapes)))
         per_leaf = [pick(self.argnum, line) for line in blocks]
@@ -406,16 +422,24 @@ class Trace:
         N = sum(sizes)
         hess = np.zeros((N, N))
         if idx is not None:
-            for k in range(N):
-                seed = np.zeros(N)
-                seed[k] = 1.0
-                parts = np.split(seed, np.cumsum(sizes)[:-1])
-                self.tangent([p.reshape(s) for p, s in zip(parts, shapes)])
+            unit = np.eye(N)
+            for lo, lanes in lane_batches(N):
+                self.tangent_lanes(shapes, unit[lo:lo + lanes])
                 self.tape.second_order([idx], [1.0])
-                hess[:, k] = np.concatenate([np.reshape(self.scratch_of(n, DADJ), -1)
-                                             for n in nodes])
+                self.lane_columns(hess, lo, lanes, lambda: np.concatenate(
+                    [np.reshape(self.scratch_of(n, DADJ), -1) for n in nodes]))
         blocks = self._blocks(hess, list(zip(kinds, shapes)), list(zip(kinds, shapes)))
         return pick(self.argnum, [pick(self.argnum, line) for line in blocks])
+
+
+# The most directions one tangent sweep carries (csrc/ad.h's AD_MAX_LANES):
+# each elementwise partial is computed once for all of them.
+LANES = 4
+
+
+def lane_batches(k):
+    """(first, lanes) of the tangent sweeps along k directions."""
+    return [(lo, min(LANES, k - lo)) for lo in range(0, k, LANES)]
 
 
 def _describe(st):

@@ -1,16 +1,17 @@
 """Tangent sweeps of several lanes (csrc/ad.h: a sweep along up to four
 directions at once, each elementwise partial computed once for all) give
 bit for bit what one sweep per direction gives: the sparse Jacobians and
-Hessians, which take their colours four at a time, are compared against
-the same evaluation one colour per sweep, over random programs of every
-op kind (pyautodiff/testing/fuzz_sparse.py), scalar programs, NumPy's
-matrix products (a Python rule run once per lane) and more colours than
-one sweep carries."""
+Hessians, which take their colours four at a time, and the dense ones,
+which take their columns four at a time, are compared against the same
+evaluation one direction per sweep, over random programs of every op
+kind (pyautodiff/testing/fuzz_sparse.py), scalar programs, NumPy's matrix
+products (a Python rule run once per lane) and more colours than one
+sweep carries."""
 import numpy as np
 import pytest
 
 import pyautodiff as ad
-from pyautodiff import sparse
+from pyautodiff import sparse, trace
 from pyautodiff.testing import fuzz_sparse
 from pyautodiff.tape import DADJ, TAN
 
@@ -21,9 +22,9 @@ def _evaluations(monkeypatch, evaluate, *args):
     """evaluate(*args) with colours in sweeps of up to four lanes and of
     one: the two csr_arrays."""
     with_lanes = evaluate(*args)
-    monkeypatch.setattr(sparse, "LANES", 1)
+    monkeypatch.setattr(trace, "LANES", 1)
     one_by_one = evaluate(*args)
-    monkeypatch.setattr(sparse, "LANES", 4)
+    monkeypatch.setattr(trace, "LANES", 4)
     return with_lanes, one_by_one
 
 
@@ -52,6 +53,9 @@ def test_random_programs_give_the_same_bits_with_lanes(k, monkeypatch):
     # and the functional form (a trace per call)
     fn = ad.sparse_hessian(f) if hessian else ad.sparse_jacobian(f)
     _same_bits(*_evaluations(monkeypatch, fn, x))
+    # the dense ones: a column per lane
+    dense = ad.hessian(f) if hessian else ad.jacobian(f)
+    np.testing.assert_array_equal(*_evaluations(monkeypatch, dense, x))
 
 
 def test_scalar_entries_take_every_lane(monkeypatch):
