@@ -18,7 +18,7 @@
  * 128 by eight interleaved accumulators, longer ones as the sum of their
  * halves.  The error grows with log n, not n as a serial sum's does, and
  * the eight chains run in parallel (a serial sum waits on each addition). */
-AD_SIMD_CLONES static double sum_pairwise(const double *x, int64_t n)
+AD_SIMD_CLONES double ad_sum_pairwise(const double *x, int64_t n)
 {
     if (n < 8) {
         double s = 0.0;
@@ -42,7 +42,7 @@ AD_SIMD_CLONES static double sum_pairwise(const double *x, int64_t n)
     }
     int64_t half = n / 2;
     half -= half % 8;
-    return sum_pairwise(x, half) + sum_pairwise(x + half, n - half);
+    return ad_sum_pairwise(x, half) + ad_sum_pairwise(x + half, n - half);
 }
 
 /* sum(exp(x[k] - m)) over n contiguous doubles: the exponentials of up
@@ -57,7 +57,7 @@ static double sum_exp_shifted(const double *x, int64_t n, double m)
     double e[128];
     for (int64_t k = 0; k < n; ++k)
         e[k] = ad_vexp(x[k] - m);
-    return sum_pairwise(e, n);
+    return ad_sum_pairwise(e, n);
 }
 
 /* The shift of a log-sum-exp: the max m of its elements (a NaN wins), or
@@ -114,22 +114,27 @@ AD_OPS(NO_KERNEL, ELEMENTWISE_KERNEL)
 
 /* Reductions iterate over the operand's elements; the output is the
  * broadcast side. */
+AD_SIMD_CLONES void ad_sum_into(double *out, const double *x, const ad_view *o,
+                                const ad_view *a, int64_t size, double c)
+{
+    for (int64_t k = 0; k < size; ++k)
+        out[k] = 0.0;
+    ad_iter it;
+    ad_iter_init(&it, a->ndim, a->shape, o, a, 0);
+    int64_t n;
+    if (ad_iter_rows(&it, &n)) {    /* pairwise, a row at a time */
+        AD_ITERATE(&it, out[ko] += ad_sum_pairwise(x + ka, n));
+    } else {
+        AD_ITERATE(&it, out[ko] += x[ka]);
+    }
+    for (int64_t k = 0; k < size; ++k)
+        out[k] /= c;
+}
+
 AD_SIMD_CLONES static int forward_sum(ad_tape *t, int64_t i)
 {
     VIEWS;
-    const int64_t size = t->blk[t->aux[i]].size;
-    for (int64_t k = 0; k < size; ++k)
-        o.val[k] = 0.0;
-    ad_iter it;
-    ad_iter_init(&it, a.ndim, a.shape, &o, &a, 0);
-    int64_t n;
-    if (ad_iter_rows(&it, &n)) {    /* pairwise, a row at a time */
-        AD_ITERATE(&it, o.val[ko] += sum_pairwise(a.val + ka, n));
-    } else {
-        AD_ITERATE(&it, o.val[ko] += a.val[ka]);
-    }
-    for (int64_t k = 0; k < size; ++k)
-        o.val[k] /= t->imm[i];
+    ad_sum_into(o.val, a.val, &o, &a, t->blk[t->aux[i]].size, t->imm[i]);
     return AD_OK;
 }
 

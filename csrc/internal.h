@@ -337,6 +337,15 @@ void ad_iter_gather(ad_iter *it, const ad_block *bk);
 
 int ad_forward_entry(ad_tape *t, int64_t i, int check);
 
+/* The sum of n contiguous doubles, pairwise as NumPy sums (forward.c). */
+double ad_sum_pairwise(const double *x, int64_t n);
+/* A SUM entry's rule on one array of its operand's (x: values or
+ * tangents, laid out as operand a) into out, laid out as its result o
+ * (size elements): the sums over the dims reduced, divided by c.  The
+ * forward and tangent sweeps' kernel, so both sum alike.                */
+void ad_sum_into(double *out, const double *x, const ad_view *o,
+                 const ad_view *a, int64_t size, double c);
+
 /* Run extern entry i's Python rule for one sweep (the tape's callback
  * rule; what names it in the error).  A missing or failing rule stops
  * the sweep with AD_ECALLBACK; Python re-raises the rule's exception. */

@@ -77,9 +77,12 @@
        -v / x, 0.0,                           2.0 * v / (x * x), 0.0, 0.0)   \
     /* pow(x, c), not x*x for c == 2: Python's pow may differ in the last    \
      * bit, and replays must reproduce recorded values exactly */            \
+    /* (the partials of x**2 and x**3 by products: pow is many times      \
+     * dearer, and c * (c - 1) * pow(x, 1) is 6 * x exactly) */              \
     EW(AD_POWC,    "powc",    1, ELEMENTWISE, POWER,        pow(x, c),       \
-       c == 0.0 ? 0.0 : c == 2.0 ? 2.0 * x : c * pow(x, c - 1.0), 0.0,       \
-       c == 0.0 || c == 1.0 ? 0.0 : c == 2.0 ? 2.0                           \
+       c == 0.0 ? 0.0 : c == 2.0 ? 2.0 * x : c == 3.0 ? 3.0 * (x * x)        \
+           : c * pow(x, c - 1.0), 0.0,                                       \
+       c == 0.0 || c == 1.0 ? 0.0 : c == 2.0 ? 2.0 : c == 3.0 ? 6.0 * x      \
            : c * (c - 1.0) * pow(x, c - 2.0), 0.0, 0.0)                      \
     EW(AD_RPOWC,   "rpowc",   1, ELEMENTWISE, FLOAT,        pow(c, x),       \
        v == 0.0 ? 0.0 : v * log(c), 0.0,                                     \

@@ -121,15 +121,30 @@ AD_SIMD_CLONES static int second_lse(ad_tape *t, int64_t i)
 }
 
 /* The rest are linear: adjoints and their tangents go the same way. */
+/* (where the operand ends in contiguous rows, each into one output
+ * element, a row at a time: its share g / c divided once, added in a
+ * loop that vectorises) */
+#define SPREAD(dst, share)                                                   \
+    do {                                                                     \
+        const double q_ = (share);                                           \
+        for (int64_t r_ = 0; r_ < n; ++r_)                                   \
+            dst[ka + r_] += q_;                                              \
+    } while (0)
 AD_SIMD_CLONES static int second_sum(ad_tape *t, int64_t i)
 {
     VIEWS;
     ad_iter it;
     ad_iter_init(&it, a.ndim, a.shape, &o, &a, 0);
-    ADJ_THEN_DADJ(AD_ITERATE, a.adj[ka] += o.adj[ko] / c,
-                  a.dadj[ka] += o.dadj[ko] / c, &it);
+    int64_t n;
+    if (ad_iter_rows(&it, &n))
+        ADJ_THEN_DADJ(AD_ITERATE, SPREAD(a.adj, o.adj[ko] / c),
+                      SPREAD(a.dadj, o.dadj[ko] / c), &it);
+    else
+        ADJ_THEN_DADJ(AD_ITERATE, a.adj[ka] += o.adj[ko] / c,
+                      a.dadj[ka] += o.dadj[ko] / c, &it);
     return AD_OK;
 }
+#undef SPREAD
 
 AD_SIMD_CLONES static int second_extreme(ad_tape *t, int64_t i)
 {

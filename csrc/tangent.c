@@ -61,15 +61,12 @@
 AD_OPS(NO_KERNEL, ELEMENTWISE_KERNEL)
 #undef ELEMENTWISE_KERNEL
 
-/* Reductions iterate over the operand's elements, the output broadcast. */
+/* Reductions iterate over the operand's elements, the output broadcast;
+ * a sum's tangent is the sum of the tangents, summed as its value is. */
 AD_SIMD_CLONES static int tangent_sum(ad_tape *t, int64_t i)
 {
     VIEWS;
-    for (int64_t k = 0; k < bk->size; ++k)
-        o.tan[k] = 0.0;
-    ad_iter it;
-    ad_iter_init(&it, a.ndim, a.shape, &o, &a, 0);
-    AD_ITERATE(&it, o.tan[ko] += a.tan[ka] / c);
+    ad_sum_into(o.tan, a.tan, &o, &a, bk->size, c);
     return AD_OK;
 }
 
