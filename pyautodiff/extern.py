@@ -103,12 +103,21 @@ class ExternRule:
                                       "need a jvp rule")
         return jvp(tangents, out, *inputs)
 
+    @property
+    def second_order(self):
+        """Whether a tangent sweep and the second-order sweep after it can
+        run this op's rules (a Hessian-vector product in one sweep)."""
+        return self.bilinear or (self.jvp is not None and
+                                 (self.linear or self.nested is not None))
+
     def cotangent_tangents(self, g, dg, out, inputs, tangents, needs):
         """The tangents of the cotangents: what the second-order sweep
         adds to the operands' adjoint tangents."""
         if self.linear:
             return self.cotangents(dg, out, inputs, needs)
         if not self.bilinear:
+            if self.nested is not None:
+                return self._nested_cotangent_tangents(g, dg, inputs, tangents, needs)
             raise NotImplementedError(
                 f"{self.name}: second derivatives through this op are not "
                 "available in one sweep (its rules are of first order); "
@@ -121,6 +130,24 @@ class ExternRule:
         # d(vjp_a(g, b)) needs tb, d(vjp_b(g, a)) needs ta
         cross = self.cotangents(g, out, [ta, tb], needs)
         return [None if f is None else f + c for f, c in zip(first, cross)]
+
+
+    def _nested_cotangent_tangents(self, g, dg, inputs, tangents, needs):
+        """d vjp(g, x) along (dg, dx) for an op whose vjp is differentiable
+        (its nested rules): one forward-mode sweep over the vjp recorded
+        on a tape of its own, the op itself recorded on it for its output."""
+        from .functional import jvp
+
+        def cotangents(g_, *xs):
+            out_ = record_extern(self, list(xs),
+                                 self.forward(*[getattr(x, "_d", x) for x in xs]))
+            parts = self.nested_cotangents(g_, out_, list(xs), needs)
+            return tuple(np.zeros(np.shape(x)) if p is None else p
+                         for p, x in zip(parts, inputs))
+        vector = (dg,) + tuple(np.zeros(np.shape(x)) if t is None else t
+                               for x, t in zip(inputs, tangents))
+        _, parts = jvp(cotangents, tuple(range(len(inputs) + 1)))(g, *inputs, vector)
+        return [p if need else None for p, need in zip(parts, needs)]
 
 
 # -- the C sweeps' callbacks: an extern entry's rules applied to tape t -------

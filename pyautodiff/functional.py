@@ -19,9 +19,9 @@ from .trace import Trace, checked, differentiated
 def _transform(f, argnum, name, derivative, takes_vector=False, nested=None):
     """g(*args) = derivative(trace of f at args[, vector]): the vector, if
     any, is g's last positional argument.  A second-order derivative
-    whose trace holds ops with rules of first order only (custom ops)
-    takes nested() instead: the same derivative as a derivative of the
-    recorded gradient, which differentiates those rules."""
+    whose trace holds ops with rules of first order only (custom ops with
+    no jvp) takes nested() instead: the same derivative as a derivative
+    of the recorded gradient, which differentiates those rules."""
     argnum = checked(f, argnum, name)       # at once, not at the first call
 
     def g(*args, **kwargs):

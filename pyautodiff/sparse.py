@@ -373,7 +373,7 @@ class HessianPlan:
         pb.check_finite()
         tr, k = pb.tr, self.ncolors
         missing = sorted({rule.name for rule in tr.tape.externs.values()
-                          if not (rule.bilinear or rule.linear)})
+                          if not rule.second_order})
         if missing and self.out is not None and hvp is None:
             raise NotImplementedError(
                 f"{self.name}: the op{'s' if len(missing) > 1 else ''} "

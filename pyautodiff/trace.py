@@ -127,7 +127,7 @@ class Trace:
     def second_order_rules(self):
         """Whether every op on the tape has rules of second order (the C
         second-order sweep's): not a custom op's first-order rules."""
-        return all(rule.bilinear or rule.linear for rule in self.tape.externs.values())
+        return all(rule.second_order for rule in self.tape.externs.values())
 
     def __del__(self):
         # A trace kept past its call (vjp's vjp_fn, a recording) owns its

@@ -185,15 +185,29 @@ def test_inside_another_derivative_or_a_recording_says_what_to_use(name, dense):
         ad.record(g, x)
 
 
-def test_first_order_custom_op_in_a_hessian():
-    # ad.sparse_hessian takes each product from ad.hvp, which differentiates
-    # the op's vjp; a recording's one-sweep products cannot, and say so
+def test_custom_op_with_a_jvp_in_a_hessian():
+    # a custom op with a jvp: the one-sweep products differentiate its vjp
+    # (recorded on a tape of its own) along each colour, in a recording too;
+    # the oracle differentiates the recorded gradient instead
     op = fuzz_sparse.cumsum_op()
     f = lambda x: ad.sum(op(x[:2]) ** 2) + ad.sum(ad.sin(x[2:]))   # noqa: E731
     x = np.array([0.5, -1.0, 2.0, 1.5])
+    want = ad.jacobian(ad.grad(f))(x)
     H = ad.sparse_hessian(f)(x)
-    _close(H.toarray(), ad.hessian(f)(x))
+    _close(H.toarray(), want)
     np.testing.assert_array_equal(H.toarray() != 0, ad.hessian_sparsity(f)(x).toarray())
+    _close(ad.record(f, x).sparse_hessian(x).toarray(), want)
+
+
+def test_custom_op_without_a_jvp_in_a_recordings_hessian():
+    # no jvp: ad.sparse_hessian takes each product from ad.hvp, which
+    # differentiates the op's vjp; a recording's one-sweep products cannot,
+    # and say so
+    op = ad.custom_op(lambda a: np.cumsum(a),
+                      lambda g, out, a: (np.cumsum(g[::-1])[::-1],))
+    f = lambda x: ad.sum(op(x[:2]) ** 2) + ad.sum(ad.sin(x[2:]))   # noqa: E731
+    x = np.array([0.5, -1.0, 2.0, 1.5])
+    _close(ad.sparse_hessian(f)(x).toarray(), ad.jacobian(ad.grad(f))(x))
     with pytest.raises(NotImplementedError, match="second-order"):
         ad.record(f, x).sparse_hessian(x)
 
