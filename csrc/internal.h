@@ -381,6 +381,19 @@ static inline double ad_azmul(double d, double t)
     return t == 0.0 ? 0.0 : p;
 }
 
+/* d * t in the tangent and second-order sweeps, where a partial d of
+ * exactly zero also contributes nothing, whatever the tangent t: the
+ * select of np.where's branch not taken, whose tangent may be a NaN (the
+ * sqrt of a negative there), or a flat relu.  The reverse sweeps meet that
+ * branch's zero adjoint before its partials (ad_azmul then suffices); a
+ * tangent reaches the select from the other side, so without this a
+ * Hessian there was NaN where the gradient is a number.                 */
+static inline double ad_pzmul(double d, double t)
+{
+    const double p = d * t;
+    return d == 0.0 || t == 0.0 ? 0.0 : p;
+}
+
 /* LSE: d out / d x for an operand element x of output out, its softmax
  * weight exp(x - out), in [0, 1].  An output of -inf (every element -inf,
  * or none) weighs nothing, where x - out would be -inf - -inf = NaN.  The

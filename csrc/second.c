@@ -10,8 +10,9 @@
  * (and the same for b with DB, DAB, DBB), rules.h's first and second
  * partials.  Seeded with the gradient of one output, the leaves' dadj are
  * then the Hessian of that output times u: an exact Hessian-vector product
- * for the price of about three sweeps.  Zero factors contribute nothing
- * (ad_azmul), as in the other sweeps.
+ * for the price of about three sweeps.  Zero factors contribute nothing:
+ * a zero adjoint (ad_azmul), as in the reverse sweeps, and a zero partial
+ * times a tangent (ad_pzmul), as in the tangent sweep.
  *
  * After a tangent sweep of several lanes, dg and dga have one per lane and
  * g and ga stay one: an elementwise kernel computes its partials and ga
@@ -26,7 +27,7 @@
 /* The chain rule through the first and second partials, for one element:
  * the tangent dga of an operand's adjoint, from the entry's g and dg. */
 #define AD_SECOND_TANGENT(D1, D2X, D2Y)                                      \
-    (ad_azmul(D1, dg) + ad_azmul(ad_azmul(D2X, dx) + ad_azmul(D2Y, dy), g))
+    (ad_pzmul(D1, dg) + ad_azmul(ad_pzmul(D2X, dx) + ad_pzmul(D2Y, dy), g))
 
 /* The array kernels: entry i's adjoint and adjoint-tangent blocks into
  * its operands'.  Each op's case in second_step below runs one for an
@@ -114,8 +115,8 @@ AD_SIMD_CLONES static int second_lse(ad_tape *t, int64_t i)
     ad_iter it;
     ad_iter_init(&it, a.ndim, a.shape, &o, &a, 0);
     ADJ_THEN_DADJ(AD_LSE_EACH, a.adj[ka] += ad_azmul(s, o.adj[ko]),
-                  a.dadj[ka] += ad_azmul(s, o.dadj[ko])
-                      + ad_azmul(s * (a.tan[ka] - o.tan[ko]), o.adj[ko]),
+                  a.dadj[ka] += ad_pzmul(s, o.dadj[ko])
+                      + ad_azmul(ad_pzmul(s, a.tan[ka] - o.tan[ko]), o.adj[ko]),
                   &it, o.val, a.val);
     return AD_OK;
 }
@@ -255,7 +256,7 @@ AD_HOT_INLINE int second_step(ad_tape *t, int64_t i, const int array,
         EACH(second_lse)
         const double w = ad_lse_weight(x, v);
         GA(a) += ad_azmul(w, g);
-        dadj[a] += ad_azmul(w, dg) + ad_azmul(w * (dx - tan[i]), g);
+        dadj[a] += ad_pzmul(w, dg) + ad_azmul(ad_pzmul(w, dx - tan[i]), g);
         break;
     }
     case AD_RESHAPE: EACH(second_reshape) GA(a) += g; dadj[a] += dg; break;

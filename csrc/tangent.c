@@ -5,8 +5,9 @@
  * gets  tan = DA * tan[a] + DB * tan[b]  (rules.h's first partials), so one
  * sweep gives a Jacobian-vector product.  Only variables are swept: a
  * constant has tangent 0 and is never read.  A zero tangent contributes
- * nothing (ad_azmul), so an infinite partial on a branch the direction
- * does not move never turns into a NaN.
+ * nothing, and nor does a zero partial (ad_pzmul): an infinite partial on
+ * a branch the direction does not move never turns into a NaN, and nor
+ * does a NaN tangent on np.where's branch not taken.
  *
  * One sweep may carry several directions, the tape's lanes (ad.h): an
  * elementwise kernel computes its partials once per element and applies
@@ -52,8 +53,8 @@
                 double dx = avar ? a.tan[ka + l * a.ls] : 0.0;               \
                 double dy = AR == 2 && bvar ? b.tan[kb + l * b.ls] : 0.0;    \
                 (void)dy;                                                    \
-                o.tan[ko + l * o.ls] = ad_azmul(da, dx)                      \
-                    + (AR == 2 ? ad_azmul(db, dy) : 0.0);                    \
+                o.tan[ko + l * o.ls] = ad_pzmul(da, dx)                      \
+                    + (AR == 2 ? ad_pzmul(db, dy) : 0.0);                    \
             });                                                              \
         }));                                                                 \
         return AD_OK;                                                        \
@@ -98,7 +99,7 @@ AD_SIMD_CLONES static int tangent_lse(ad_tape *t, int64_t i)
         o.tan[k] = 0.0;
     ad_iter it;
     ad_iter_init(&it, a.ndim, a.shape, &o, &a, 0);
-    AD_LSE_EACH(&it, o.val, a.val, o.tan[ko] += ad_azmul(s, a.tan[ka]));
+    AD_LSE_EACH(&it, o.val, a.val, o.tan[ko] += ad_pzmul(s, a.tan[ka]));
     return AD_OK;
 }
 
@@ -166,7 +167,7 @@ AD_HOT_INLINE int tangent_step(ad_tape *t, int64_t i, const int array,
 #define ELEMENTWISE(CODE, NAME, AR, KIND, INT, VALUE, DA, DB, DAA, DAB, DBB) \
     case CODE:                                                               \
         ARRAY(tangent_##CODE)                                                \
-        tan[i] = ad_azmul(DA, dx) + (AR == 2 ? ad_azmul(DB, dy) : 0.0);      \
+        tan[i] = ad_pzmul(DA, dx) + (AR == 2 ? ad_pzmul(DB, dy) : 0.0);      \
         break;
     AD_OPS(NO_KERNEL, ELEMENTWISE)
 #undef ELEMENTWISE
@@ -175,7 +176,7 @@ AD_HOT_INLINE int tangent_step(ad_tape *t, int64_t i, const int array,
     case AD_MAX: case AD_MIN: EACH(tangent_extreme) tan[i] = dx; break;
     case AD_LSE:
         EACH(tangent_lse)
-        tan[i] = ad_azmul(ad_lse_weight(x, v), dx);
+        tan[i] = ad_pzmul(ad_lse_weight(x, v), dx);
         break;
     case AD_RESHAPE: EACH(tangent_reshape) tan[i] = dx; break;
     case AD_GATHER:  EACH(tangent_gather) tan[i] = dx; break;
