@@ -189,9 +189,12 @@ typedef struct ad_tape {
      * block's lane l at tan + l * size, a scalar's at tan[l * cap + i].
      * adj stays one: the adjoints do not depend on the direction.  `lane`
      * is the lane ad_entry_scratch shows (ad_select_lane) and the one a
-     * rule run for one lane at a time (an extern's) reads and writes.    */
+     * rule run for one lane at a time (an extern's) reads and writes.
+     * The scratch has room for lane_room lanes (the most a sweep on the
+     * tape has carried), so that fewer take no new allocation.          */
     int64_t lanes;
     int64_t lane;
+    int64_t lane_room;
     char errmsg[160];
 } ad_tape;
 

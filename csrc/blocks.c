@@ -55,12 +55,13 @@ int ad_scratch_zero(ad_tape *t, int64_t i, int which)
     }
     ad_block *bk = &t->blk[t->aux[i]];
     double **p = which == 0 ? &bk->adj : which == 1 ? &bk->tan : &bk->dadj;
+    /* (tan and dadj: the lanes in use zeroed, room for lane_room made) */
     const int64_t count = which == 0 ? bk->size : bk->size * t->lanes;
     if (which == 0)
         bk->adj_unset = 0;
     if (*p)
         memset(*p, 0, (size_t)count * sizeof(double));
-    else if (!(*p = ad_block_calloc(count)))
+    else if (!(*p = ad_block_calloc(which == 0 ? count : bk->size * t->lane_room)))
         return ad_fail(t, AD_ENOMEM, i, "out of memory for tangents");
     return AD_OK;
 }

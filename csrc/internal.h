@@ -444,7 +444,8 @@ int ad_tangent_arrays(ad_tape *t, int second);
 void ad_drop_tangent_arrays(ad_tape *t);
 /* Entry i's lane of tan or dadj (which 1 or 2), NULL if not allocated. */
 double *ad_lane_scratch(ad_tape *t, int64_t i, int which, int64_t lane);
-/* The lanes the tangent scratch holds: changing them drops it all.      */
+/* The lanes of the next sweeps; more than the scratch has room for drops
+ * it all (it is made again with room for them).                         */
 void ad_set_lanes(ad_tape *t, int64_t lanes);
 
 /* A rule that runs for one lane at a time (t->lane) over every lane, for

@@ -239,7 +239,7 @@ int ad_tangent(ad_tape *t, int64_t hi, int64_t lanes, int64_t nseeds,
         ad_block *bk = t->aux[i] >= 0 ? &t->blk[t->aux[i]] : 0;
         if (t->op[i] == AD_LEAF || !bk)
             status = ad_scratch_zero(t, i, 1);
-        else if (!bk->tan && !(bk->tan = ad_block_calloc(bk->size * lanes)))
+        else if (!bk->tan && !(bk->tan = ad_block_calloc(bk->size * t->lane_room)))
             status = ad_fail(t, AD_ENOMEM, i, "out of memory for tangents");
     }
     if (status != AD_OK)

@@ -26,16 +26,16 @@ ad_tape *ad_tape_new(void)
         t->err_index = -1;
         t->max_entries = AD_MAX_ENTRIES;
         t->max_bytes = -1;
-        t->lanes = 1;
+        t->lanes = t->lane_room = 1;
     }
     return t;
 }
 
-/* A block's tangent scratch: a copy per lane. */
+/* A block's tangent scratch: room for a copy per lane. */
 static void free_lanes(const ad_tape *t, ad_block *bk)
 {
-    ad_block_release(bk->tan, bk->size * t->lanes);
-    ad_block_release(bk->dadj, bk->size * t->lanes);
+    ad_block_release(bk->tan, bk->size * t->lane_room);
+    ad_block_release(bk->dadj, bk->size * t->lane_room);
     bk->tan = bk->dadj = 0;
 }
 
@@ -60,7 +60,7 @@ void ad_drop_tangent_arrays(ad_tape *t)
 
 int ad_tangent_arrays(ad_tape *t, int second)
 {
-    const size_t count = (size_t)(t->cap ? t->cap : 1) * (size_t)t->lanes;
+    const size_t count = (size_t)(t->cap ? t->cap : 1) * (size_t)t->lane_room;
     if (!t->tan && !(t->tan = malloc(count * sizeof *t->tan)))
         return ad_fail(t, AD_ENOMEM, -1, "out of memory for tangents");
     if (second && !t->dadj && !(t->dadj = malloc(count * sizeof *t->dadj)))
@@ -70,11 +70,12 @@ int ad_tangent_arrays(ad_tape *t, int second)
 
 void ad_set_lanes(ad_tape *t, int64_t lanes)
 {
-    if (lanes == t->lanes)
-        return;
-    for (int64_t k = 0; k < AD_COUNT_LOAD(t->nblk); ++k)
-        free_lanes(t, &t->blk[k]);
-    ad_drop_tangent_arrays(t);
+    if (lanes > t->lane_room) {     /* the scratch again, with more room */
+        for (int64_t k = 0; k < AD_COUNT_LOAD(t->nblk); ++k)
+            free_lanes(t, &t->blk[k]);
+        ad_drop_tangent_arrays(t);
+        t->lane_room = lanes;
+    }
     t->lanes = lanes;
     t->lane = 0;
 }

@@ -83,6 +83,13 @@ def test_more_colours_than_one_sweep_carries(monkeypatch):
     F = ad.record(f, x)
     assert sparse.recorded_plan(F, "hessian", "test").ncolors == 7
     _same_bits(*_evaluations(monkeypatch, F.sparse_hessian, x))
+    # the tape's scratch, made with room for four lanes, serves the sweeps
+    # of three and of one that follow, in any order
+    first = F.sparse_hessian(x)
+    v = np.arange(7.0)
+    np.testing.assert_array_equal(F.hvp(x, v), ad.hvp(f)(x, v))
+    _same_bits(F.sparse_hessian(x), first)
+    np.testing.assert_allclose(first.toarray() @ v, F.hvp(x, v), rtol=1e-12)
 
 
 def test_numpy_matrix_products_run_their_rule_once_per_lane(monkeypatch):
