@@ -172,11 +172,15 @@ class _Problem:
         parts = np.split(flat, np.cumsum(self.sizes)[:-1])
         return [p.reshape(s) for p, s in zip(parts, self.shapes)]
 
-    def tangent_lanes(self, color, lo, lanes):
-        """One tangent sweep along colours lo, ..., lo + lanes - 1 of a
-        colouring of the columns: lane l moves the columns of colour lo + l."""
-        self.tr.tangent_lanes(self.shapes, (color[None, :] == np.arange(
-            lo, lo + lanes)[:, None]).astype(np.float64))
+    def tangent_lanes(self, plan, lo, lanes):
+        """One tangent sweep along colours lo, ..., lo + lanes - 1 of the
+        plan's colouring of the columns: lane l moves the columns of colour
+        lo + l (the seeds made once per plan)."""
+        seeds = plan.__dict__.setdefault("_lane_seeds", {})
+        if (lo, lanes) not in seeds:
+            seeds[lo, lanes] = self.tr.lane_seeds(self.shapes, (
+                plan.color[None, :] == np.arange(lo, lo + lanes)[:, None]).astype(np.float64))
+        self.tr.tangent_lanes(seeds[lo, lanes], lanes)
 
     def flat(self, which):
         """The inputs' scratch (DADJ) as one flat vector."""
@@ -339,7 +343,7 @@ class JacobianPlan:
             B = np.zeros((self.nrows, k))
             if self.nrows and any(e is not None for e in self.entries):
                 for lo, lanes in lane_batches(k):
-                    pb.tangent_lanes(self.color, lo, lanes)
+                    pb.tangent_lanes(self, lo, lanes)
                     tr.lane_columns(B, lo, lanes, lambda: np.concatenate(
                         [np.zeros(m) if e is None else
                          np.reshape(tr.scratch_of(leaf, TAN), -1)
@@ -384,7 +388,7 @@ class HessianPlan:
         B = np.zeros((self.n, k))
         if self.out is not None and hvp is None:
             for lo, lanes in lane_batches(k):
-                pb.tangent_lanes(self.color, lo, lanes)
+                pb.tangent_lanes(self, lo, lanes)
                 tr.tape.second_order([self.out], [1.0])
                 tr.lane_columns(B, lo, lanes, lambda: pb.flat(DADJ))
         elif self.out is not None:

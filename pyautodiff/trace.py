@@ -270,16 +270,18 @@ class Trace:
     def tangent(self, seeds):
         self.tape.tangent([n._i for n in self.variables()], seeds)
 
-    def tangent_lanes(self, shapes, directions):
-        """One tangent sweep along every row of directions at once (at most
-        LANES rows, each flat over the variables' elements: the variables
-        of these shapes, one per differentiated argument)."""
-        lanes = len(directions)
+    def lane_seeds(self, shapes, directions):
+        """The seeds of one tangent sweep along every row of directions (at
+        most LANES rows, each flat over the variables' elements: the
+        variables of these shapes, one per differentiated argument)."""
         parts = np.split(directions, np.cumsum([int(np.prod(s)) for s in shapes])[:-1],
                          axis=1)
-        self.tape.tangent([n._i for n in self.variables()],
-                          [np.ascontiguousarray(p).reshape((lanes,) + tuple(s))
-                           for p, s in zip(parts, shapes)], lanes=lanes)
+        return [np.ascontiguousarray(p).reshape((len(directions),) + tuple(s))
+                for p, s in zip(parts, shapes)]
+
+    def tangent_lanes(self, seeds, lanes):
+        """One tangent sweep of lanes directions, seeds from lane_seeds."""
+        self.tape.tangent([n._i for n in self.variables()], seeds, lanes=lanes)
 
     def lane_columns(self, out, lo, lanes, read):
         """out[:, lo + l] = read() in each lane l of the last tangent sweep."""
@@ -403,7 +405,7 @@ class Trace:
             else:                                   # a tangent per column
                 unit = np.eye(N)
                 for lo, lanes in lane_batches(N):
-                    self.tangent_lanes(shapes, unit[lo:lo + lanes])
+                    self.tangent_lanes(self.lane_seeds(shapes, unit[lo:lo + lanes]), lanes)
                     self.lane_columns(jac, lo, lanes, lambda: np.concatenate([
                         np.zeros(m) if e is None else
                         np.reshape(self.scratch_of(leaf, TAN), -1)
@@ -424,7 +426,7 @@ class Trace:
         if idx is not None:
             unit = np.eye(N)
             for lo, lanes in lane_batches(N):
-                self.tangent_lanes(shapes, unit[lo:lo + lanes])
+                self.tangent_lanes(self.lane_seeds(shapes, unit[lo:lo + lanes]), lanes)
                 self.tape.second_order([idx], [1.0])
                 self.lane_columns(hess, lo, lanes, lambda: np.concatenate(
                     [np.reshape(self.scratch_of(n, DADJ), -1) for n in nodes]))
