@@ -284,6 +284,7 @@ int ad_second_order(ad_tape *t, int64_t nseeds, const int64_t *idx,
     int status = ad_check_seeds(t, nseeds, idx, 0);
     if (status != AD_OK)
         return status;
+    t->lane = 0;        /* (ad_select_lane's, for reading, may be another) */
     if (!t->tan)
         return ad_fail(t, AD_EINVAL, -1, "a second-order sweep needs a "
                        "tangent sweep first");

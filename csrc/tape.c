@@ -77,7 +77,7 @@ void ad_set_lanes(ad_tape *t, int64_t lanes)
         t->lane_room = lanes;
     }
     t->lanes = lanes;
-    t->lane = 0;
+    t->lane = 0;        /* (ad_select_lane's, for reading, may be another) */
 }
 
 void ad_tape_free(ad_tape *t)

@@ -36,11 +36,11 @@ class ExternRule:
     the block itself) instead of making a new array to be copied in."""
 
     __slots__ = ("forward", "vjp", "name", "takes_needs", "jvp", "bilinear",
-                 "pure", "linear", "nested", "sparsity")
+                 "pure", "linear", "nested", "sparsity", "custom")
 
     def __init__(self, forward, vjp, name, takes_needs=False, jvp=None,
                  bilinear=False, pure=False, linear=False, nested=None,
-                 sparsity=None):
+                 sparsity=None, custom=False):
         self.forward = forward
         self.vjp = vjp
         self.name = name
@@ -62,6 +62,9 @@ class ExternRule:
         # depend on which operand elements (sparse.py).  None: every
         # output element on every operand element.
         self.sparsity = sparsity
+        # a user's op (ad.custom_op): its vjp may call ops of its own that
+        # have no jvp, which a second order by nesting then meets
+        self.custom = custom
 
     def cotangents(self, g, out, inputs, needs, into=None):
         if into is not None:        # a pure rule
@@ -135,8 +138,9 @@ class ExternRule:
     def _nested_cotangent_tangents(self, g, dg, inputs, tangents, needs):
         """d vjp(g, x) along (dg, dx) for an op whose vjp is differentiable
         (its nested rules): one forward-mode sweep over the vjp recorded
-        on a tape of its own, the op itself recorded on it for its output."""
-        from .functional import jvp
+        on a tape of its own, the op itself recorded on it for its output.
+        """
+        from .trace import jvp_apart
 
         def cotangents(g_, *xs):
             out_ = record_extern(self, list(xs),
@@ -146,7 +150,8 @@ class ExternRule:
                          for p, x in zip(parts, inputs))
         vector = (dg,) + tuple(np.zeros(np.shape(x)) if t is None else t
                                for x, t in zip(inputs, tangents))
-        _, parts = jvp(cotangents, tuple(range(len(inputs) + 1)))(g, *inputs, vector)
+        _, parts = jvp_apart(cotangents, (g, *inputs), tuple(range(len(inputs) + 1)),
+                             vector, f"{self.name}'s second order")
         return [p if need else None for p, need in zip(parts, needs)]
 
 
@@ -449,7 +454,8 @@ def custom_op(forward, vjp, jvp=None, sparsity=None):
                                         jvp=tangent if jvp else None,
                                         nested=(nested_back,
                                                 nested_tangent if jvp else None),
-                                        sparsity=pattern if sparsity else None),
+                                        sparsity=pattern if sparsity else None,
+                                        custom=True),
                              [inputs[k] for k in traced], value)
 
     op.__name__ = name

@@ -41,7 +41,15 @@ def _transform(f, argnum, name, derivative, takes_vector=False, nested=None):
             if nested is not None and not tr.second_order_rules():
                 tr.release()
                 return nested(*args, *vector, **kwargs)
-            return derivative(tr, *vector)
+            try:
+                return derivative(tr, *vector)
+            except NotImplementedError:
+                # a custom op's vjp, differentiated forward in the one-sweep
+                # product, holding an op with no jvp: reverse over reverse
+                if nested is None or tr.second_order_rules(builtin=True):
+                    raise
+            tr.release()
+            return nested(*args, *vector, **kwargs)
         finally:
             tr.release()
     g.__name__ = f"{name}_{getattr(f, '__name__', 'f')}"

@@ -679,6 +679,12 @@ class Tape:
         with self.lock:
             self.flush()
             hi = len(self.nodes) if hi is None else hi
+            for j, s in zip(idx, seeds):       # the C sweep reads this many
+                want = lanes * int(np.prod(np.shape(self.nodes[j]._d)))
+                if lanes >= 1 and np.ndim(s) and np.size(s) != want:
+                    raise ValueError(f"a tangent sweep of {lanes} lane"
+                                     f"{'s' if lanes > 1 else ''} seeds entry {j} with "
+                                     f"{want} numbers, not {np.size(s)}")
             _core.check(lib.ad_tangent(self._c, hi, lanes,
                                        *_seed_arguments(idx, seeds)),
                         self._c, self)
@@ -686,7 +692,8 @@ class Tape:
     def select_lane(self, lane):
         """The direction of the last tangent sweep that scratch(j, TAN)
         and scratch(j, DADJ) show."""
-        _core.check(lib.ad_select_lane(self._c, lane), self._c, self)
+        with self.lock:
+            _core.check(lib.ad_select_lane(self._c, lane), self._c, self)
 
     def second_order(self, idx, seeds):
         """After tangent(): adjoints from the seeds and their tangents; the

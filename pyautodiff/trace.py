@@ -124,10 +124,13 @@ class Trace:
     def release(self):
         self.tape.release(keep_grads=False)
 
-    def second_order_rules(self):
+    def second_order_rules(self, builtin=False):
         """Whether every op on the tape has rules of second order (the C
-        second-order sweep's): not a custom op's first-order rules."""
-        return all(rule.second_order for rule in self.tape.externs.values())
+        second-order sweep's): not a custom op's first-order rules; with
+        builtin, the library's own rules only (a custom op's differentiated
+        vjp may hold ops that have no jvp)."""
+        return all(rule.second_order and not (builtin and rule.custom)
+                   for rule in self.tape.externs.values())
 
     def __del__(self):
         # A trace kept past its call (vjp's vjp_fn, a recording) owns its
@@ -285,10 +288,12 @@ class Trace:
 
     def lane_columns(self, out, lo, lanes, read):
         """out[:, lo + l] = read() in each lane l of the last tangent sweep."""
-        for lane in range(lanes):
-            self.tape.select_lane(lane)
-            out[:, lo + lane] = read()
-        self.tape.select_lane(0)
+        try:
+            for lane in range(lanes):
+                self.tape.select_lane(lane)
+                out[:, lo + lane] = read()
+        finally:
+            self.tape.select_lane(0)
 
     # -- derivatives at the traced point -----------------------------------------
 
@@ -432,6 +437,18 @@ class Trace:
                     [np.reshape(self.scratch_of(n, DADJ), -1) for n in nodes]))
         blocks = self._blocks(hess, list(zip(kinds, shapes)), list(zip(kinds, shapes)))
         return pick(self.argnum, [pick(self.argnum, line) for line in blocks])
+
+
+def jvp_apart(f, args, argnum, vector, name):
+    """(f(*args), the Jacobian of f times vector) on a tape of f's own,
+    whatever derivative is being traced around the call: what an extern
+    op's second-order rule, called back from a C sweep on plain values,
+    takes (ad.jvp there would record on that derivative's tape)."""
+    tr = Trace(f, args, {}, argnum, name)
+    try:
+        return tr.jvp(vector)
+    finally:
+        tr.release()
 
 
 # The most directions one tangent sweep carries (csrc/ad.h's AD_MAX_LANES):

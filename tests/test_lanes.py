@@ -151,3 +151,48 @@ def test_bad_lane_counts_and_lanes_are_errors():
         for lane in (2, -1):
             with pytest.raises(IndexError, match="lane"):
                 t.select_lane(lane)
+
+
+def test_a_sweep_starts_from_lane_0_whatever_lane_was_shown():
+    """select_lane(3) left on: the next sweeps still write every lane
+    where it belongs (once they wrote past the blocks' ends)."""
+    n = 1000
+    seeds = np.stack([np.full(n, lane + 1.0) for lane in range(4)])
+    with ad.Tape() as t:
+        x = ad.Array(np.linspace(0.1, 1.0, n))
+        z = ad.sin(x) * x
+        y = ad.sum(z)
+        t.flush()
+
+        def sweep_and_read():
+            t.tangent([x._i], [seeds], lanes=4)
+            t.second_order([y._i], [1.0])
+            out = []
+            for lane in range(4):
+                t.select_lane(lane)
+                out.append((t.scratch(z._i, TAN).copy(), t.scratch(x._i, DADJ).copy()))
+            return out
+        first = sweep_and_read()            # ends on lane 3
+        t.second_order([y._i], [1.0])
+        again = sweep_and_read()
+        for (tz, hx), (tz2, hx2) in zip(first, again):
+            np.testing.assert_array_equal(tz, tz2)
+            np.testing.assert_array_equal(hx, hx2)
+        xs = np.linspace(0.1, 1.0, n)
+        for lane, (tz, hx) in enumerate(first):
+            np.testing.assert_allclose(tz, (lane + 1.0) * (np.cos(xs) * xs + np.sin(xs)),
+                                       rtol=1e-13)
+            np.testing.assert_allclose(hx, (lane + 1.0) * (2 * np.cos(xs) - xs * np.sin(xs)),
+                                       rtol=1e-12, atol=1e-14)
+
+
+def test_seeds_must_hold_every_lane():
+    with ad.Tape() as t:
+        x = ad.Array(np.ones(3))
+        ad.sum(x * x)
+        t.flush()
+        for seed in (np.ones(3), np.ones((2, 3)), np.ones((4, 2))):
+            with pytest.raises(ValueError, match="12 numbers"):
+                t.tangent([x._i], [seed], lanes=4)
+        with pytest.raises(ValueError, match="3 numbers, not 4"):
+            t.tangent([x._i], [np.ones(4)])

@@ -99,3 +99,39 @@ def test_an_op_without_differentiable_rules_still_says_so():
     f = lambda x: ad.sum(op(x) ** 2)   # noqa: E731
     with pytest.raises(NotImplementedError, match="first order|jvp"):
         ad.record(f, X).hessian(X)
+
+
+def test_a_custom_ops_vjp_through_an_op_with_no_jvp():
+    """opA's vjp calls opB, which has no jvp: the one-sweep products cannot
+    differentiate it forward, so ad.hessian and ad.hvp differentiate the
+    recorded gradient instead; a recording, which has no function to trace
+    again, says what is missing."""
+    op_b = ad.custom_op(lambda a: np.cos(a), lambda g, out, a: (-g * np.sin(a),))
+    op_a = ad.custom_op(lambda a: np.sin(a), lambda g, out, a: (g * op_b(a),),
+                        jvp=lambda ts, out, a: ts[0] * np.cos(a))
+    f = lambda x: ad.sum(op_a(x) ** 2)   # noqa: E731
+    x = np.array([0.3, -0.7, 1.1])
+    want = np.diag(2 * np.cos(2 * x))      # d2/dx2 sin(x)^2
+    np.testing.assert_allclose(ad.hessian(f)(x), want, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(ad.hvp(f)(x, np.ones(3)), want @ np.ones(3), rtol=1e-12)
+    np.testing.assert_allclose(ad.sparse_hessian(f)(x).toarray(), want, rtol=1e-12,
+                               atol=1e-14)
+    with pytest.raises(NotImplementedError, match="jvp"):
+        ad.record(f, x).hessian(x)
+
+
+def test_second_order_rules_inside_another_derivative_record_nothing_there():
+    """A recording's Hessian taken while another derivative traces its
+    function: the ops' second-order rules run on tapes of their own (no
+    value of the outer trace is made, none is taken out as a float)."""
+    import warnings
+    f = lambda x: np.sum(sc.erf(x[1:] * x[:-1])) + np.prod(x) + np.sum(sc.gammaln(x * x + 1))  # noqa: E731
+    x = np.array([0.3, -0.7, 1.1])
+    F = ad.record(f, x)
+    total = float(np.sum(F.hessian(x)))
+
+    def outer(y):
+        return ad.sum(y * np.sum(F.hessian(x)).item())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        np.testing.assert_allclose(ad.grad(outer)(np.ones(2)), [total, total], rtol=1e-14)
