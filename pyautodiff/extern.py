@@ -134,12 +134,10 @@ class ExternRule:
         cross = self.cotangents(g, out, [ta, tb], needs)
         return [None if f is None else f + c for f, c in zip(first, cross)]
 
-
     def _nested_cotangent_tangents(self, g, dg, inputs, tangents, needs):
         """d vjp(g, x) along (dg, dx) for an op whose vjp is differentiable
         (its nested rules): one forward-mode sweep over the vjp recorded
-        on a tape of its own, the op itself recorded on it for its output.
-        """
+        on a tape of its own, the op itself recorded on it for its output."""
         from .trace import jvp_apart
 
         def cotangents(g_, *xs):

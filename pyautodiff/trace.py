@@ -408,9 +408,8 @@ class Trace:
                                                        for g in grads])
                         row += 1
             else:                                   # a tangent per column
-                unit = np.eye(N)
                 for lo, lanes in lane_batches(N):
-                    self.tangent_lanes(self.lane_seeds(shapes, unit[lo:lo + lanes]), lanes)
+                    self.tangent_lanes(self.lane_seeds(shapes, _units(N, lo, lanes)), lanes)
                     self.lane_columns(jac, lo, lanes, lambda: np.concatenate([
                         np.zeros(m) if e is None else
                         np.reshape(self.scratch_of(leaf, TAN), -1)
@@ -429,9 +428,8 @@ class Trace:
         N = sum(sizes)
         hess = np.zeros((N, N))
         if idx is not None:
-            unit = np.eye(N)
             for lo, lanes in lane_batches(N):
-                self.tangent_lanes(self.lane_seeds(shapes, unit[lo:lo + lanes]), lanes)
+                self.tangent_lanes(self.lane_seeds(shapes, _units(N, lo, lanes)), lanes)
                 self.tape.second_order([idx], [1.0])
                 self.lane_columns(hess, lo, lanes, lambda: np.concatenate(
                     [np.reshape(self.scratch_of(n, DADJ), -1) for n in nodes]))
@@ -459,6 +457,13 @@ LANES = 4
 def lane_batches(k):
     """(first, lanes) of the tangent sweeps along k directions."""
     return [(lo, min(LANES, k - lo)) for lo in range(0, k, LANES)]
+
+
+def _units(n, lo, lanes):
+    """Rows lo, ..., lo + lanes - 1 of the identity of size n."""
+    rows = np.zeros((lanes, n))
+    rows[np.arange(lanes), np.arange(lo, lo + lanes)] = 1.0
+    return rows
 
 
 def _describe(st):
