@@ -231,7 +231,7 @@ class Recorded:
 
     @_one_at_a_time
     def sparse_jacobian(self, *args):
-        """The Jacobian at args as a 2-D csr_array: one sweep per colour."""
+        """The Jacobian at args as a 2-D csr_array: one product per colour."""
         self._replay(args)
         return sparse.recorded_evaluate(self, "jacobian", "sparse_jacobian", args)
 

@@ -1,5 +1,6 @@
 """Sparse Jacobians and Hessians: the pattern read off the tape, a
-colouring, and one sweep per colour (csrc/sparsity.c does the first two
+colouring, and one product per colour, up to four colours to a sweep (a
+tangent sweep's lanes; csrc/sparsity.c does the pattern, the colouring
 and the recovery of the nonzeros).
 
     ad.jacobian_sparsity(f)(x)   scipy.sparse.csr_array of bools, (f(x).size, x.size)
@@ -10,9 +11,9 @@ and the recovery of the nonzeros).
 
 A pattern is structural: what can be nonzero wherever the recording's
 guards hold (both sides of a maximum or a where, every element of a max
-reduction).  A Jacobian takes one forward sweep per colour of a
+reduction).  A Jacobian takes one forward product per colour of a
 distance-2 colouring of its columns, or one reverse sweep per colour of
-its rows, whichever are fewer; a Hessian one Hessian-vector product per
+its rows, whichever are fewer colours; a Hessian one Hessian-vector product per
 colour of a star colouring, its nonzeros recovered directly by symmetry.
 A recording computes its pattern and colouring once and keeps them.
 
