@@ -121,10 +121,10 @@ AD_SIMD_CLONES static int second_lse(ad_tape *t, int64_t i)
     return AD_OK;
 }
 
-/* The rest are linear: adjoints and their tangents go the same way. */
-/* (where the operand ends in contiguous rows, each into one output
- * element, a row at a time: its share g / c divided once, added in a
- * loop that vectorises) */
+/* The rest are linear: adjoints and their tangents go the same way.  A
+ * sum whose operand ends in contiguous rows, each into one output element,
+ * goes a row at a time: its share g / c divided once, added in a loop
+ * that vectorises. */
 #define SPREAD(dst, share)                                                   \
     do {                                                                     \
         const double q_ = (share);                                           \

@@ -13,8 +13,9 @@ A pattern is structural: what can be nonzero wherever the recording's
 guards hold (both sides of a maximum or a where, every element of a max
 reduction).  A Jacobian takes one forward product per colour of a
 distance-2 colouring of its columns, or one reverse sweep per colour of
-its rows, whichever are fewer colours; a Hessian one Hessian-vector product per
-colour of a star colouring, its nonzeros recovered directly by symmetry.
+its rows, whichever are fewer colours; a Hessian one Hessian-vector
+product per colour of a star colouring, its nonzeros recovered directly
+by symmetry.
 A recording computes its pattern and colouring once and keeps them.
 
 scipy is needed for the results only: ``pip install pyautodiff[scipy]``.
@@ -177,7 +178,7 @@ class _Problem:
         """One tangent sweep along colours lo, ..., lo + lanes - 1 of the
         plan's colouring of the columns: lane l moves the columns of colour
         lo + l (the seeds made once per plan)."""
-        seeds = plan.__dict__.setdefault("_lane_seeds", {})
+        seeds = plan.lane_seeds
         if (lo, lanes) not in seeds:
             seeds[lo, lanes] = self.tr.lane_seeds(self.shapes, (
                 plan.color[None, :] == np.arange(lo, lo + lanes)[:, None]).astype(np.float64))
@@ -316,6 +317,7 @@ class JacobianPlan:
         rows = color_columns(tp, tq, self.ncols, self.nrows)
         self.by_rows = rows[1] < cols[1]
         self.color, self.ncolors = rows if self.by_rows else cols
+        self.lane_seeds = {}        # (first colour, lanes) -> tangent seeds
 
     def pattern(self):
         return _csr(self.ptr, self.idx, (self.nrows, self.ncols))
@@ -367,6 +369,7 @@ class HessianPlan:
         self.ptr, self.idx, self.out = _hessian_pattern(pb)
         self.n = pb.ncols
         self.color, self.ncolors = color_star(self.ptr, self.idx, self.n)
+        self.lane_seeds = {}        # (first colour, lanes) -> tangent seeds
 
     def pattern(self):
         return _csr(self.ptr, self.idx, (self.n, self.n))
