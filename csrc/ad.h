@@ -146,6 +146,9 @@ typedef struct ad_block {
     int32_t adj_unset;  /* adj handed to this sweep and not yet written: it
                            reads as zeros, and its first writer may assign
                            instead of adding to a memset block          */
+    int32_t second_unset; /* the same for the second-order sweep's adj and
+                             dadj (every lane), together; set only while
+                             that sweep runs                             */
     int64_t shape[AD_MAXDIM];
 } ad_block;
 

@@ -26,6 +26,8 @@ double *ad_entry_scratch(ad_tape *t, int64_t i, int which)
 {
     if (i < 0 || i >= ad_len(t) || which < 0 || which > 2)
         return 0;
+    if (which != 1)     /* (a second-order extern rule's operand, say) */
+        ad_second_settle(t, i);
     if (which > 0)
         return ad_lane_scratch(t, i, which, t->lane);
     if (t->aux[i] < 0)
@@ -492,6 +494,7 @@ static int append(ad_tape *t, int op, int64_t a, int64_t b, double imm,
      * a small array's entry) */
     memset(bk, 0, offsetof(ad_block, stride));
     bk->adj_unset = 0;
+    bk->second_unset = 0;
     if (form) {
         bk->map = form->map;
         bk->nmap = form->nmap;
@@ -678,6 +681,26 @@ int ad_adjoint_claim(ad_tape *t, int64_t j, int can_assign)
 void ad_adjoint_settle(ad_tape *t, int64_t j)
 {
     (void)ad_adjoint_claim(t, j, 0);
+}
+
+int ad_second_claim(ad_tape *t, int64_t j, int can_assign)
+{
+    if (j < 0 || j >= ad_len(t) || t->aux[j] < 0)
+        return 0;
+    ad_block *bk = &t->blk[t->aux[j]];
+    if (!bk->second_unset)
+        return 0;
+    bk->second_unset = 0;
+    if (can_assign)
+        return 1;
+    memset(bk->adj, 0, (size_t)bk->size * sizeof(double));
+    memset(bk->dadj, 0, (size_t)(bk->size * t->lanes) * sizeof(double));
+    return 0;
+}
+
+void ad_second_settle(ad_tape *t, int64_t j)
+{
+    (void)ad_second_claim(t, j, 0);
 }
 
 double *ad_array_grad(ad_tape *t, int64_t i)

@@ -210,8 +210,11 @@ static inline void ad_trace(ad_tape *t, int64_t i, const char *sweep,
         for (int d = 0; d < bk->ndim; ++d)
             fprintf(stderr, "%s%lld", d ? "," : "", (long long)bk->shape[d]);
         fprintf(stderr, ")");
-        if (scalar_adj && scalar_adj != t->grad && bk->adj_unset)
+        if (scalar_adj && scalar_adj != t->grad &&
+            (bk->adj_unset || bk->second_unset))
             e.adj = 0;          /* nothing reached it yet: zeros */
+        if (bk->second_unset)
+            e.dadj = 0;
     }
     ad_trace_field("val", e.val, n);
     if (what & AD_TRACE_ADJ)
@@ -542,5 +545,10 @@ int ad_block_prepare(ad_tape *t, int64_t i, int mode);
 int ad_adjoint_claim(ad_tape *t, int64_t j, int can_assign);
 /* Entry j's adjoint zeroed if it is still unset, for readers. */
 void ad_adjoint_settle(ad_tape *t, int64_t j);
+/* The same for the second-order sweep, whose adj and dadj blocks are
+ * unset together (second_unset): a kernel that writes every element of
+ * both in every lane once may assign.                                   */
+int ad_second_claim(ad_tape *t, int64_t j, int can_assign);
+void ad_second_settle(ad_tape *t, int64_t j);
 
 #endif

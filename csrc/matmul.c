@@ -112,7 +112,7 @@ int ad_matmul_tangent(ad_tape *t, int64_t i)
 
 int ad_matmul_second(ad_tape *t, int64_t i)
 {
-    /* the second-order sweep zeroes every variable's blocks first */
+    /* (the sweep settles the operands' blocks first: adding is right) */
     product_views p = views(t, i, t->adj);
     const int first = t->lane == 0;     /* the adjoints once, in lane 0 */
     if (p.xvar) {

@@ -45,7 +45,9 @@
  * operand and lane.  The loop is compiled for each combination of
  * variable operands (AV, BV: constants) and has no branch, so it
  * vectorises: an element with nothing to hand on adds zeros (ad_azmul),
- * which is cheaper than testing for it.                                  */
+ * which is cheaper than testing for it.  An operand's blocks still unset
+ * (za, zb) are assigned where the loop writes each element once, as in
+ * the reverse sweep: no pass of zeros first.                             */
 #define NO_KERNEL(CODE, NAME, ARITY, KIND, INT)
 #define SECOND_ELEMENTS(AR, AV, BV, DA, DB, DAA, DAB, DBB)                   \
     AD_BY_LANES(t, AD_ITERATE(&it, {                                         \
@@ -56,17 +58,20 @@
         const double db = AR == 2 ? DB : 0.0, dbb = AR == 2 ? DBB : 0.0;     \
         (void)db; (void)dbb;                                                 \
         if (AV)                                                              \
-            a.adj[ka] += ad_azmul(da, g);                                    \
+            a.adj[ka] = (za ? 0.0 : a.adj[ka]) + ad_azmul(da, g);            \
         if (AR == 2 && BV)                                                   \
-            b.adj[kb] += ad_azmul(db, g);                                    \
+            b.adj[kb] = (zb ? 0.0 : b.adj[kb]) + ad_azmul(db, g);            \
         AD_FOR_LANES(nl, {                                                   \
             const double dg = o.dadj[ko + l * o.ls];                         \
             const double dx = AV ? a.tan[ka + l * a.ls] : 0.0;               \
             const double dy = AR == 2 && BV ? b.tan[kb + l * b.ls] : 0.0;    \
+            double *const pa = &a.dadj[ka + l * a.ls];                       \
+            double *const pb = &b.dadj[kb + l * b.ls];                       \
+            (void)pa; (void)pb;                                              \
             if (AV)                                                          \
-                a.dadj[ka + l * a.ls] += AD_SECOND_TANGENT(da, daa, dab);    \
+                *pa = (za ? 0.0 : *pa) + AD_SECOND_TANGENT(da, daa, dab);    \
             if (AR == 2 && BV)                                               \
-                b.dadj[kb + l * b.ls] += AD_SECOND_TANGENT(db, dab, dbb);    \
+                *pb = (zb ? 0.0 : *pb) + AD_SECOND_TANGENT(db, dab, dbb);    \
         });                                                                  \
     }))
 #define ELEMENTWISE_KERNEL(CODE, NAME, AR, KIND, INT, VALUE, DA, DB, DAA,    \
@@ -77,6 +82,11 @@
         ad_view b = AR == 2 ? ad_entry_view(t, t->b[i], t->adj) : a;         \
         const int avar = (t->flags[t->a[i]] & AD_FLAG_VARIABLE) != 0;        \
         const int bvar = AR == 2 && (t->flags[t->b[i]] & AD_FLAG_VARIABLE);  \
+        const int two = t->a[i] == t->b[i];                                  \
+        const int za = avar && ad_second_claim(                              \
+            t, t->a[i], !two && ad_same_shape(&a, &o));                      \
+        const int zb = bvar && ad_second_claim(                              \
+            t, t->b[i], !two && ad_same_shape(&b, &o));                      \
         ad_iter it;                                                          \
         ad_iter_init(&it, o.ndim, o.shape, &o, &a, &b);                      \
         if (AR == 1 || (avar && bvar))                                       \
@@ -228,8 +238,11 @@ AD_HOT_INLINE int second_step(ad_tape *t, int64_t i, const int array,
     if (array)                                                               \
         return kernel(t, i);
 #define EACH(kernel)                                                         \
-    if (array)                                                               \
-        return ad_each_lane(t, i, kernel);
+    if (array) {                                                             \
+        ad_second_settle(t, a);                                              \
+        ad_second_settle(t, b);                                              \
+        return ad_each_lane(t, i, kernel);                                   \
+    }
     switch ((enum ad_op)t->op[i]) {
 #define ELEMENTWISE(CODE, NAME, AR, KIND, INT, VALUE, DA, DB, DAA, DAB, DBB) \
     case CODE:                                                               \
@@ -294,16 +307,30 @@ int ad_second_order(ad_tape *t, int64_t nseeds, const int64_t *idx,
     for (int64_t k = 0; k < nseeds; ++k)
         top = idx[k] > top ? idx[k] : top;
     /* fresh adjoints and adjoint tangents for every variable below the
-     * seeds; entries no seed depends on keep zeros and are skipped */
+     * seeds: a scalar's zeroed, an array's blocks unset (second_unset)
+     * until their first writer; an entry whose blocks nothing wrote has
+     * nothing to hand on and is skipped */
     for (int64_t i = 0; i <= top; ++i) {
         if (!(t->flags[i] & AD_FLAG_VARIABLE))
             continue;
-        if ((status = ad_scratch_zero(t, i, 0)) != AD_OK ||
-            (status = ad_scratch_zero(t, i, 2)) != AD_OK)
-            return status;
+        if (t->aux[i] < 0) {
+            if ((status = ad_scratch_zero(t, i, 0)) != AD_OK ||
+                (status = ad_scratch_zero(t, i, 2)) != AD_OK)
+                return status;
+            continue;
+        }
+        ad_block *bk = &t->blk[t->aux[i]];
+        if ((!bk->adj && !(bk->adj = ad_buffer_alloc(bk->size))) ||
+            (!bk->dadj &&
+             !(bk->dadj = ad_buffer_alloc(bk->size * t->lane_room)))) {
+            status = ad_fail(t, AD_ENOMEM, i, "out of memory for tangents");
+            break;
+        }
+        bk->adj_unset = 0;
+        bk->second_unset = 1;
     }
-    for (int64_t k = 0; k < nseeds; ++k) {
-        double *p = ad_entry_scratch(t, idx[k], 0);
+    for (int64_t k = 0; k < nseeds && status == AD_OK; ++k) {
+        double *p = ad_entry_scratch(t, idx[k], 0);     /* (settled) */
         int64_t size = t->aux[idx[k]] >= 0 ? t->blk[t->aux[idx[k]]].size : 1;
         if (!(t->flags[idx[k]] & AD_FLAG_VARIABLE) || !p)
             continue;
@@ -315,7 +342,8 @@ int ad_second_order(ad_tape *t, int64_t nseeds, const int64_t *idx,
         if (t->op[i] == AD_LEAF || !(t->flags[i] & AD_FLAG_VARIABLE))
             continue;
         if (t->aux[i] >= 0) {
-            status = second_array_step(t, i);
+            if (!t->blk[t->aux[i]].second_unset)
+                status = second_array_step(t, i);
         } else if (t->lanes == 1) {
             status = second_step(t, i, 0, t->tan, t->dadj);
         } else {
@@ -327,5 +355,9 @@ int ad_second_order(ad_tape *t, int64_t nseeds, const int64_t *idx,
             t->lane = 0;
         }
     }
+    /* what nothing reached (or a failed sweep left) reads as zeros */
+    for (int64_t i = 0; i <= top; ++i)
+        if (t->flags[i] & AD_FLAG_VARIABLE)
+            ad_second_settle(t, i);
     return status;
 }
