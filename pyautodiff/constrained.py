@@ -30,6 +30,7 @@ import numbers
 import numpy as np
 
 from .record import BranchError, Recorded
+from .sparse import recorded_plan
 
 
 # -- the user's constraints and bounds -----------------------------------------
@@ -276,9 +277,11 @@ class Problem:
         x = self.space.arg(flat)
         return np.array(self.G(x), dtype=np.float64).reshape(-1)
 
-    def jacobian_values(self, flat):
-        """The Jacobian of G at flat, on jac_pattern's entries."""
-        return self.G.jacobian_values(self.jac_pattern, self.space.arg(flat))
+    def jacobian_values(self, flat, replay=True):
+        """The Jacobian of G at flat, on jac_pattern's entries (replay
+        False: constraint_values was the last call of G, at flat)."""
+        return self.G.jacobian_values(self.jac_pattern, self.space.arg(flat),
+                                      replay=replay)
 
     def hessian_values(self, flat, sigma, lam):
         """The Hessian of L(x, sigma, lam) in x, on hess_pattern's entries
@@ -309,38 +312,48 @@ class Derivatives:
         self.fn = fn
         self.rec = Recorded(fn, args, 0)
 
-    def _call(self, method, args):
+    def _call(self, method, args, first=()):
+        """rec's method at args (after the arguments first)."""
         try:
-            return getattr(self.rec, method)(*args)
+            return getattr(self.rec, method)(*first, *args)
         except BranchError:
             self.rec = Recorded(self.fn, args, 0)
-            return getattr(self.rec, method)(*args)
+            return getattr(self.rec, method)(*first, *args)
 
     def __call__(self, *args):
         return self._call("__call__", args)
 
     def jacobian_pattern(self):
-        return Pattern(self.rec.jacobian_sparsity())
+        return self._pattern("jacobian", self.rec.jacobian_sparsity())
 
     def hessian_pattern(self, lower=False):
-        return Pattern(self.rec.hessian_sparsity(), lower)
+        return self._pattern("hessian", self.rec.hessian_sparsity(), lower)
 
-    def jacobian_values(self, pattern, *args):
-        return pattern.values(self._call("sparse_jacobian", args))
+    def _pattern(self, kind, pattern, lower=False):
+        return Pattern(pattern, lower, recorded_plan(self.rec, kind, "sparse_" + kind))
+
+    def jacobian_values(self, pattern, *args, replay=True):
+        """(replay False: the last call was at args; its replay serves)"""
+        return pattern.values_of(*self._call(
+            "_sparse_values", args, ("jacobian", replay)))
 
     def hessian_values(self, pattern, *args):
-        return pattern.values(self._call("sparse_hessian", args))
+        return pattern.values_of(*self._call("_sparse_values", args, ("hessian", True)))
 
 
 class Pattern:
     """Where a derivative matrix may be nonzero, fixed once: its entries'
     rows and cols (row-major order; only the lower triangle with lower),
-    the order in which a solver gets the values."""
+    the order in which a solver gets the values.  A recording's sparse
+    plan whose pattern it is in the same order (plan) hands its values
+    over as they are."""
 
-    def __init__(self, pattern, lower=False):
+    def __init__(self, pattern, lower=False, plan=None):
         pattern = pattern.tocsr()
         pattern.sum_duplicates()        # (sorts the indices too)
         self.indptr, self.indices = pattern.indptr, pattern.indices
+        self.plan = plan if plan is not None and np.array_equal(
+            plan.ptr, self.indptr) and np.array_equal(plan.idx, self.indices) else None
         coo = pattern.tocoo()
         rows, cols = coo.row, coo.col
         self.shape = tuple(pattern.shape)
@@ -353,6 +366,14 @@ class Pattern:
             rows, cols = rows[self.select], cols[self.select]
         self.rows, self.cols = rows, cols
         self.nnz = rows.size
+
+    def values_of(self, plan, data):
+        """The nonzeros data of plan's pattern on this pattern's entries:
+        as they are where the plan is this pattern's own (no csr_array
+        made, no indices compared), else through values."""
+        if plan is self.plan:
+            return data if self.select is None else data[self.select]
+        return self.values(plan.matrix(data))
 
     def values(self, M):
         """M's values (a scipy sparse matrix) on the pattern's entries."""

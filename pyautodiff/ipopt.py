@@ -60,7 +60,9 @@ def _ints(ptr, k):
 class _Callbacks:
     """What IPOPT calls back: the recordings' values and derivatives.
     IPOPT asks for f and its gradient (and g and its Jacobian) at the same x
-    one after the other: one replay answers both.  An exception is kept,
+    one after the other: one replay answers both, and the constraints'
+    replay (eval_g) serves their Jacobian at the same x (IPOPT's new_x
+    says x has not moved since).  An exception is kept,
     to be raised from minimize, and every later callback declines, which
     stops IPOPT."""
 
@@ -68,6 +70,7 @@ class _Callbacks:
         self.f_rec, self.problem = objective, problem
         self.callback, self.space = callback, space
         self._at = None
+        self.g_at_x = False         # G last replayed at the current x
         self.nit = 0
         self.stopped = False
         self.handle = None          # the IpoptProblem, while it solves
@@ -89,12 +92,23 @@ class _Callbacks:
             return np.zeros(1, np.int64), np.zeros(1, np.int64)
         return p.rows, p.cols
 
+    def moved(self, new_x):
+        if new_x:
+            self.g_at_x = False
+
+    def constraints(self, x):
+        values = self.problem.constraint_values(x)
+        self.g_at_x = True
+        return values
+
     def jacobian(self, x):
         if self.problem.jac_pattern is None:
             return np.zeros(0)
         if self.problem.jac_pattern.nnz == 0:
             return np.zeros(1)
-        return self.problem.jacobian_values(x)
+        values = self.problem.jacobian_values(x, replay=not self.g_at_x)
+        self.g_at_x = True
+        return values
 
     def hessian_structure(self):
         p = self.problem.hess_pattern
@@ -148,18 +162,21 @@ def _structure(rows_cols, nele, iRow, jCol):
 
 
 def _eval_f(calls, n, x, new_x, obj_value):
+    calls.moved(new_x)
     obj_value[0] = calls.value_and_grad(_doubles(x, n))[0]
     return True
 
 
 def _eval_grad_f(calls, n, x, new_x, grad_f):
+    calls.moved(new_x)
     _doubles(grad_f, n)[:] = calls.value_and_grad(_doubles(x, n))[1]
     return True
 
 
 def _eval_g(calls, n, x, new_x, m, g):
+    calls.moved(new_x)
     if m:
-        _doubles(g, m)[:] = calls.problem.constraint_values(_doubles(x, n).copy())
+        _doubles(g, m)[:] = calls.constraints(_doubles(x, n).copy())
     return True
 
 
@@ -167,6 +184,7 @@ def _eval_jac_g(calls, n, x, new_x, m, nele, iRow, jCol, values):
     if values == ffi.NULL:
         _structure(calls.jacobian_structure(), nele, iRow, jCol)
     else:
+        calls.moved(new_x)
         _doubles(values, nele)[:] = calls.jacobian(_doubles(x, n).copy())
     return True
 
@@ -175,11 +193,12 @@ def _eval_h(calls, n, x, new_x, obj_factor, m, lam, new_lambda, nele, iRow,
             jCol, values):
     if values == ffi.NULL:
         _structure(calls.hessian_structure(), nele, iRow, jCol)
-    elif calls.problem.hess_pattern is None:
+        return True
+    calls.moved(new_x)
+    if calls.problem.hess_pattern is None:
         return False
-    else:
-        _doubles(values, nele)[:] = calls.problem.hessian_values(
-            _doubles(x, n).copy(), obj_factor, _doubles(lam, m).copy())
+    _doubles(values, nele)[:] = calls.problem.hessian_values(
+        _doubles(x, n).copy(), obj_factor, _doubles(lam, m).copy())
     return True
 
 

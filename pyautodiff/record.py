@@ -242,6 +242,17 @@ class Recorded:
         self._replay(args)
         return sparse.recorded_evaluate(self, "hessian", "sparse_hessian", args)
 
+    @_one_at_a_time
+    def _sparse_values(self, kind, replay, *args):
+        """(plan, nonzeros): sparse_jacobian's or sparse_hessian's (kind
+        'jacobian' or 'hessian') values in the order of the plan's
+        pattern, with no csr_array made (the solvers' evaluations); with
+        replay False, at the point of the last replay, which must have
+        been at args (a solver's constraints, then their Jacobian)."""
+        if replay:
+            self._replay(args)
+        return sparse.recorded_values(self, kind, "sparse_" + kind)
+
     # -- inspection and files -------------------------------------------------
 
     def __len__(self):

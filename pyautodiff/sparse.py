@@ -304,7 +304,23 @@ def _transpose(p, q, nrows, ncols):
 
 # -- the plans: pattern and colouring, then one sweep per colour -----------------------
 
-class JacobianPlan:
+class _Plan:
+    """A pattern (ptr, idx: CSR of shape) and the evaluation of its
+    nonzeros (values, in the pattern's order, by the subclass)."""
+
+    def pattern(self):
+        return _csr(self.ptr, self.idx, self.shape)
+
+    def matrix(self, data):
+        """The nonzeros data as a csr_array of the pattern."""
+        return _csr(self.ptr, self.idx, self.shape, data)
+
+    def evaluate(self, pb, *how):
+        """The derivative at the trace's point, as a csr_array."""
+        return self.matrix(self.values(pb, *how))
+
+
+class JacobianPlan(_Plan):
     """A trace's Jacobian pattern and colouring, and its evaluation."""
 
     def __init__(self, pb):
@@ -312,6 +328,7 @@ class JacobianPlan:
         (self.ptr, self.idx, self.nrows, self.entries, self.osizes,
          _) = _jacobian_pattern(pb)
         self.ncols = pb.ncols
+        self.shape = (self.nrows, self.ncols)
         cols = color_columns(self.ptr, self.idx, self.nrows, self.ncols)
         tp, tq = _transpose(self.ptr, self.idx, self.nrows, self.ncols)
         rows = color_columns(tp, tq, self.ncols, self.nrows)
@@ -319,11 +336,8 @@ class JacobianPlan:
         self.color, self.ncolors = rows if self.by_rows else cols
         self.lane_seeds = {}        # (first colour, lanes) -> tangent seeds
 
-    def pattern(self):
-        return _csr(self.ptr, self.idx, (self.nrows, self.ncols))
-
-    def evaluate(self, pb):
-        """The nonzeros at the trace's point, as a csr_array."""
+    def values(self, pb):
+        """The nonzeros at the trace's point, in the pattern's order."""
         pb.check_finite()
         tr, k = pb.tr, self.ncolors
         leaves, _ = tr.outputs()
@@ -358,26 +372,25 @@ class JacobianPlan:
             ffi.from_buffer("double[]", B) if B.size else ffi.NULL,
             ffi.from_buffer("double[]", data) if data.size else ffi.NULL),
             "Jacobian's recovery")
-        return _csr(self.ptr, self.idx, (self.nrows, self.ncols), data)
+        return data
 
 
-class HessianPlan:
+class HessianPlan(_Plan):
     """A trace's Hessian pattern and star colouring, and its evaluation."""
 
     def __init__(self, pb):
         self.name = pb.name
         self.ptr, self.idx, self.out = _hessian_pattern(pb)
         self.n = pb.ncols
+        self.shape = (self.n, self.n)
         self.color, self.ncolors = color_star(self.ptr, self.idx, self.n)
         self.lane_seeds = {}        # (first colour, lanes) -> tangent seeds
 
-    def pattern(self):
-        return _csr(self.ptr, self.idx, (self.n, self.n))
-
-    def evaluate(self, pb, hvp=None):
-        """The nonzeros at the trace's point; hvp(seeds) -> H s flat, where
-        given, instead of the trace's own sweeps (ops whose rules are of
-        first order: the product differentiates their vjp)."""
+    def values(self, pb, hvp=None):
+        """The nonzeros at the trace's point, in the pattern's order;
+        hvp(seeds) -> H s flat, where given, instead of the trace's own
+        sweeps (ops whose rules are of first order: the product
+        differentiates their vjp)."""
         pb.check_finite()
         tr, k = pb.tr, self.ncolors
         missing = sorted({rule.name for rule in tr.tape.externs.values()
@@ -405,7 +418,7 @@ class HessianPlan:
             ffi.from_buffer("double[]", B) if B.size else ffi.NULL,
             ffi.from_buffer("double[]", data) if data.size else ffi.NULL),
             "Hessian's recovery")
-        return _csr(self.ptr, self.idx, (self.n, self.n), data)
+        return data
 
 
 _PLANS = {"jacobian": JacobianPlan, "hessian": HessianPlan}
@@ -473,19 +486,35 @@ def sparse_hessian(f, argnum=0):
 
 # -- recordings: the plan made once -----------------------------------------------------
 
-def recorded_plan(rec, kind, name):
-    """rec's plan of kind, made on first use and kept."""
+def _recorded(rec, kind, name):
+    """rec's plan of kind and the problem it was made on (the recording's
+    inputs do not change), made on first use and kept."""
     _scipy_sparse()
     plans = rec.__dict__.setdefault("_sparse_plans", {})
     if kind not in plans:
-        plans[kind] = _PLANS[kind](_Problem(rec.trace, name))
+        pb = _Problem(rec.trace, name)
+        plans[kind] = _PLANS[kind](pb), pb
     return plans[kind]
+
+
+def recorded_plan(rec, kind, name):
+    return _recorded(rec, kind, name)[0]
 
 
 def recorded_pattern(rec, kind, name):
     return recorded_plan(rec, kind, name).pattern()
 
 
+def recorded_values(rec, kind, name):
+    """(plan, its nonzeros) at the point rec was replayed at last (by the
+    caller), in the order of the plan's pattern: for a solver that takes
+    them as they are, with no sparse matrix made per evaluation."""
+    plan, pb = _recorded(rec, kind, name)
+    rec.trace.tape.flush()
+    return plan, plan.values(pb)
+
+
 def recorded_evaluate(rec, kind, name, args):
     """The plan's values at args (rec replayed there by the caller)."""
-    return recorded_plan(rec, kind, name).evaluate(_Problem(rec.trace, name))
+    plan, data = recorded_values(rec, kind, name)
+    return plan.matrix(data)

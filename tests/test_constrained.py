@@ -288,6 +288,44 @@ def test_a_constraint_whose_guard_flips_is_recorded_again(method):
 
 
 @needs_ipopt
+def test_every_derivative_ipopt_gets_is_the_one_at_its_x(monkeypatch):
+    # the constraints' Jacobian reuses their replay at the same x (IPOPT's
+    # new_x), the values come as the plans computed them: each one handed
+    # over equals the dense derivative at the x it was asked at
+    from pyautodiff import constrained
+    seen = {"jac": 0, "hess": 0, "shared": 0}
+    jac, hess = constrained.Problem.jacobian_values, constrained.Problem.hessian_values
+
+    def checked_jac(self, flat, replay=True):
+        out = jac(self, flat, replay)
+        J = ad.jacobian(self._g)(flat)
+        np.testing.assert_allclose(out, J[self.jac_pattern.rows, self.jac_pattern.cols],
+                                   rtol=1e-13, atol=1e-13)
+        seen["jac"] += 1
+        seen["shared"] += not replay
+        return out
+
+    def checked_hess(self, flat, sigma, lam):
+        out = hess(self, flat, sigma, lam)
+        H = ad.hessian(lambda x: self._lagrangian(x, sigma, lam))(flat)
+        np.testing.assert_allclose(out, H[self.hess_pattern.rows, self.hess_pattern.cols],
+                                   rtol=1e-13, atol=1e-13)
+        seen["hess"] += 1
+        return out
+    monkeypatch.setattr(constrained.Problem, "jacobian_values", checked_jac)
+    monkeypatch.setattr(constrained.Problem, "hessian_values", checked_hess)
+    n = 12
+    x0 = np.where(np.arange(n) % 2 == 0, -1.2, 1.0)
+    res = ad.minimize(
+        lambda x: np.sum(100 * (x[:-1] ** 2 - x[1:]) ** 2 + (x[:-1] - 1) ** 2), x0,
+        method="ipopt", constraints={"type": "eq", "fun": lambda x: (
+            3 * x[1:-1] ** 3 + 2 * x[2:] - 5 + np.sin(x[1:-1] - x[2:]) * np.sin(x[1:-1] + x[2:])
+            + 4 * x[1:-1] - x[:-2] * np.exp(x[:-2] - x[1:-1]) - 3)})
+    assert res.success, res.message
+    assert seen["jac"] > 3 and seen["hess"] > 3 and seen["shared"] > 0
+
+
+@needs_ipopt
 def test_a_flip_that_leaves_the_sparsity_structure_is_an_error():
     # at x0 the constraint depends on x0 alone; past x2 = 0 on x1 alone,
     # outside the structure IPOPT was given
