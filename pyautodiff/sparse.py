@@ -185,9 +185,12 @@ class _Problem:
         self.tr.tangent_lanes(seeds[lo, lanes], lanes)
 
     def flat(self, which):
-        """The inputs' scratch (DADJ) as one flat vector."""
-        return np.concatenate([np.reshape(self.tr.scratch_of(n, which), -1)
-                               for n in self.nodes]) if self.nodes else np.zeros(0)
+        """The inputs' scratch (DADJ) as one flat vector, to be read at
+        once (one input: a view of the tape's scratch, no copy)."""
+        parts = [np.reshape(self.tr.scratch_of(n, which, copy=False), -1)
+                 for n in self.nodes]
+        return parts[0] if len(parts) == 1 else \
+            np.concatenate(parts) if parts else np.zeros(0)
 
     def check_finite(self):
         for node, shape in zip(self.nodes, self.shapes):

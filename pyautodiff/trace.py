@@ -222,9 +222,12 @@ class Trace:
     def zeros(self):
         return self.read(lambda node: np.zeros(np.shape(node._d)))
 
-    def scratch_of(self, node, which):
+    def scratch_of(self, node, which, copy=True):
+        """node's scratch from the last sweep (zeros where it reached no
+        scratch); with copy False, a view valid until the next sweep."""
         view = self.tape.scratch(node._i, which)
-        return np.zeros(np.shape(node._d)) if view is None else view.copy()
+        return np.zeros(np.shape(node._d)) if view is None else \
+            view.copy() if copy else view
 
     def vector_leaves(self, vector):
         """vector's leaves, one per variable, after checking that it is
