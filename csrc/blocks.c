@@ -664,43 +664,43 @@ int ad_block_prepare(ad_tape *t, int64_t i, int mode)
     return AD_OK;
 }
 
-int ad_adjoint_claim(ad_tape *t, int64_t j, int can_assign)
-{
-    if (j < 0 || t->aux[j] < 0)
-        return 0;
-    ad_block *bk = &t->blk[t->aux[j]];
-    if (!bk->adj_unset)
-        return 0;
-    bk->adj_unset = 0;
-    if (can_assign)
-        return 1;
-    memset(bk->adj, 0, (size_t)bk->size * sizeof(double));
-    return 0;
-}
-
-void ad_adjoint_settle(ad_tape *t, int64_t j)
-{
-    (void)ad_adjoint_claim(t, j, 0);
-}
-
-int ad_second_claim(ad_tape *t, int64_t j, int can_assign)
+/* The claims of the reverse sweep (adj, its flag adj_unset) and of the
+ * second-order sweep (adj and every lane of dadj, second_unset). */
+static int claim(ad_tape *t, int64_t j, int can_assign, int second)
 {
     if (j < 0 || j >= ad_len(t) || t->aux[j] < 0)
         return 0;
     ad_block *bk = &t->blk[t->aux[j]];
-    if (!bk->second_unset)
+    int32_t *unset = second ? &bk->second_unset : &bk->adj_unset;
+    if (!*unset)
         return 0;
-    bk->second_unset = 0;
+    *unset = 0;
     if (can_assign)
         return 1;
     memset(bk->adj, 0, (size_t)bk->size * sizeof(double));
-    memset(bk->dadj, 0, (size_t)(bk->size * t->lanes) * sizeof(double));
+    if (second)
+        memset(bk->dadj, 0, (size_t)(bk->size * t->lanes) * sizeof(double));
     return 0;
+}
+
+int ad_adjoint_claim(ad_tape *t, int64_t j, int can_assign)
+{
+    return claim(t, j, can_assign, 0);
+}
+
+void ad_adjoint_settle(ad_tape *t, int64_t j)
+{
+    (void)claim(t, j, 0, 0);
+}
+
+int ad_second_claim(ad_tape *t, int64_t j, int can_assign)
+{
+    return claim(t, j, can_assign, 1);
 }
 
 void ad_second_settle(ad_tape *t, int64_t j)
 {
-    (void)ad_second_claim(t, j, 0);
+    (void)claim(t, j, 0, 1);
 }
 
 double *ad_array_grad(ad_tape *t, int64_t i)
