@@ -20,6 +20,7 @@
  * (ad_each_lane), adding into ga in lane 0 only.                        */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "internal.h"
 #include "rules.h"
@@ -323,6 +324,8 @@ int ad_second_order(ad_tape *t, int64_t nseeds, const int64_t *idx,
         if ((!bk->adj && !(bk->adj = ad_buffer_alloc(bk->size))) ||
             (!bk->dadj &&
              !(bk->dadj = ad_buffer_alloc(bk->size * t->lane_room)))) {
+            if (bk->adj)        /* (read after the failure: zeros) */
+                memset(bk->adj, 0, (size_t)bk->size * sizeof(double));
             status = ad_fail(t, AD_ENOMEM, i, "out of memory for tangents");
             break;
         }
