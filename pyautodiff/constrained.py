@@ -155,12 +155,13 @@ def _number(v, what):
 
 
 def _broadcast(v, n, none, what):
-    """v (a number or n of them; None for `none`) as n floats."""
+    """v (a number, one or n of them, as scipy broadcasts them; None for
+    `none`) as n floats."""
     if v is None:
         return np.full(n, none)
     arr = np.asarray(v, dtype=np.float64)
-    if arr.ndim == 0:
-        return np.full(n, float(arr))
+    if arr.size == 1:           # (scipy's Bounds(0, 1) holds array([0.]))
+        return np.full(n, float(arr.reshape(-1)[0]))
     arr = arr.reshape(-1)
     if arr.size != n:
         raise ValueError(f"minimize: {what} have {arr.size} elements where "

@@ -46,6 +46,10 @@ def minimize_constrained(f, space, name, method, bounds, constraints, tol,
             hess=lambda x, v: problem.hessian_matrix(x, 0.0, v))]
     else:
         scipy_constraints, rows = _dicts(problem, G, jacobians=name == "slsqp")
+    if problem.m == 0:
+        # constraints with no outputs constrain nothing (and scipy's
+        # methods fail on them)
+        scipy_constraints = []
     if name in ("trust-constr", "slsqp"):
         kwargs.update(fun=objective.value_and_grad, jac=True)
     else:
@@ -56,10 +60,13 @@ def minimize_constrained(f, space, name, method, bounds, constraints, tol,
                       callback=scipy_callback, **kwargs)
     lam = None
     if name == "trust-constr":
-        # scipy's Lagrangian there is f + v . G: the opposite sign
-        lam = -np.asarray(res.v[0], np.float64)
+        # scipy's Lagrangian there is f + v . G: the opposite sign; its
+        # multipliers are the constraint's (none where it has no outputs),
+        # then the bounds'
+        v = [np.zeros(0)] * (problem.m == 0) + list(res.v)
+        lam = -np.asarray(v[0], np.float64)
         if lb is not None:
-            res.bound_multipliers = space.arg(-np.asarray(res.v[1], np.float64))
+            res.bound_multipliers = space.arg(-np.asarray(v[1], np.float64))
     elif name == "slsqp" and "multipliers" in res:
         lam = _slsqp_multipliers(res.multipliers, rows, problem.m)
         if lb is not None:
@@ -68,8 +75,7 @@ def minimize_constrained(f, space, name, method, bounds, constraints, tol,
     if lam is not None:
         res.multipliers = problem.split(lam)
     res.constr = problem.split(problem.constraint_values(res.x))
-    res.x = space.arg(res.x)
-    return res
+    return res      # (x and the gradient shaped by the caller)
 
 
 class _Cached:

@@ -84,7 +84,7 @@ class _Callbacks:
 
     def jacobian_structure(self):
         p = self.problem.jac_pattern
-        if p is None:                   # no constraints
+        if p is None or self.problem.m == 0:    # no constraints, or empty ones
             return np.zeros(0, np.int64), np.zeros(0, np.int64)
         if p.nnz == 0:
             # constraints that depend on no x: IPOPT takes no Jacobian
@@ -102,7 +102,7 @@ class _Callbacks:
         return values
 
     def jacobian(self, x):
-        if self.problem.jac_pattern is None:
+        if self.problem.jac_pattern is None or self.problem.m == 0:
             return np.zeros(0)
         if self.problem.jac_pattern.nnz == 0:
             return np.zeros(1)

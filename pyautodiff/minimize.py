@@ -84,6 +84,16 @@ class _Space:
     def flatten(self, v):
         return np.asarray(v, dtype=np.float64).reshape(-1)
 
+    def shape_result(self, res):
+        """scipy's result with x, and f's gradient (jac; trust-constr's
+        grad), in x0's shape."""
+        res.x = self.arg(res.x)
+        for key in ("jac", "grad"):
+            g = res.get(key)
+            if isinstance(g, np.ndarray) and g.size == self.x0.size:
+                res[key] = self.arg(g)
+        return res
+
 
 class _Recording:
     """f recorded at one point and attached to a C minimizer state (the
@@ -208,9 +218,9 @@ def _scipy_minimize(f, space, method, bounds, constraints, tol, options,
     name = method.lower() if isinstance(method, str) else None
     if constraints:
         from .constrained_scipy import minimize_constrained
-        return minimize_constrained(f, space, name, method, bounds, constraints,
-                                    tol, options, callback, objective,
-                                    _scipy_callback(callback, space))
+        return space.shape_result(minimize_constrained(
+            f, space, name, method, bounds, constraints, tol, options,
+            callback, objective, _scipy_callback(callback, space)))
     if name in DERIVATIVE_FREE:
         kwargs = {"fun": objective.value}
     else:
@@ -222,12 +232,7 @@ def _scipy_minimize(f, space, method, bounds, constraints, tol, options,
     res = scipy.optimize.minimize(
         x0=space.x0.copy(), method=method, bounds=bounds, tol=tol,
         options=options, callback=_scipy_callback(callback, space), **kwargs)
-    n = space.x0.size
-    res.x = space.arg(res.x)
-    jac = res.get("jac")
-    if isinstance(jac, np.ndarray) and jac.size == n:
-        res.jac = space.arg(jac)
-    return res
+    return space.shape_result(res)
 
 
 def _scipy_callback(callback, space):

@@ -194,6 +194,38 @@ def test_a_vector_constraint_on_a_matrix_x(method):
     np.testing.assert_allclose(res.x.reshape(-1), xstar, atol=10 * xtol(method))
     np.testing.assert_allclose(res.multipliers[0], lamstar,
                                atol=100 * xtol(method))
+    # f's gradient comes back in x0's shape too (trust-constr names it
+    # grad; its jac is scipy's list of the constraints' Jacobians)
+    g = res.grad if method == "trust-constr" else res.jac
+    assert g.shape == (2, 3)
+    np.testing.assert_allclose(g, 2 * res.x, atol=1e-12)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_bounds_and_sides_broadcast_as_scipy_broadcasts_them(method):
+    import scipy.optimize as so
+    # Bounds(0, 0.5) holds one number a side, for every element; a vector
+    # constraint's single lb for each of its outputs
+    res = ad.minimize(lambda x: np.sum((x - 1) ** 2), np.zeros(4), method=method,
+                      bounds=so.Bounds(0, 0.5),
+                      constraints=so.NonlinearConstraint(lambda x: x[:2] - x[2:], [0.1], np.inf))
+    assert res.success, res.message
+    # x0 - x2 >= 0.1 and x1 - x3 >= 0.1 under x <= 0.5: (0.5, 0.5, 0.4, 0.4)
+    # (trust-constr's interior point ends about 1e-3 inside its bounds)
+    np.testing.assert_allclose(res.x, [0.5, 0.5, 0.4, 0.4], atol=20 * xtol(method))
+    with pytest.raises(ValueError, match="lower bounds have 3 elements where 4"):
+        ad.minimize(lambda x: np.sum(x ** 2), np.zeros(4), method=method,
+                    bounds=so.Bounds([0, 0, 0], 1),
+                    constraints={"type": "ineq", "fun": lambda x: x[0]})
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_a_constraint_with_no_outputs_constrains_nothing(method):
+    res = ad.minimize(lambda x: np.sum((x - 1) ** 2), np.zeros(2), method=method,
+                      constraints=[{"type": "ineq", "fun": lambda x: x[:0]}])
+    assert res.success, res.message
+    np.testing.assert_allclose(res.x, [1, 1], atol=10 * xtol(method))
+    assert res.multipliers[0].shape == (0,)
 
 
 @needs_ipopt
