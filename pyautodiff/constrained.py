@@ -88,7 +88,7 @@ def _one_constraint(k, c):
         if not isinstance(args, tuple):
             args = (args,)
         if args:
-            fun = _with_args(fun, args)
+            fun = with_args(fun, args)
         kind = kind.lower()
         return Constraint(k, fun, 0.0, 0.0 if kind == "eq" else np.inf, kind)
     name = type(c).__name__
@@ -106,8 +106,12 @@ def _one_constraint(k, c):
                     "scipy.optimize.NonlinearConstraint or a LinearConstraint")
 
 
-def _with_args(fun, args):
-    return lambda x: fun(x, *args)
+def with_args(f, args):
+    """x -> f(x, *args), named as f (recordings and errors say its name)."""
+    def bound(x):
+        return f(x, *args)
+    bound.__name__ = getattr(f, "__name__", "f")
+    return bound
 
 
 def parse_bounds(bounds, n):

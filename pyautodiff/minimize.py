@@ -166,8 +166,9 @@ class _Recording:
 
 
 def minimize(f, x0, method="L-BFGS-B", bounds=None, constraints=(), tol=None,
-             options=None, callback=None):
-    """Minimize the scalar function f(x) from x0 (a float or an ndarray).
+             options=None, callback=None, args=()):
+    """Minimize the scalar function f(x, *args) from x0 (a float or an
+    ndarray).
 
     scipy.optimize.minimize's signature without jac, hess and hessp, which
     come from f's recording: the value and gradient from one C replay,
@@ -182,8 +183,19 @@ def minimize(f, x0, method="L-BFGS-B", bounds=None, constraints=(), tol=None,
     (IPOPT with exact sparse Jacobians and Lagrangian Hessians, through
     cyipopt) or scipy's 'trust-constr', 'SLSQP', 'COBYLA' and 'COBYQA',
     with exact derivatives too; the result's multipliers are those of
-    grad f = sum_k J_k^T lambda_k + z (constrained.py).
+    grad f = sum_k J_k^T lambda_k + z (constrained.py).  args (scipy's,
+    by keyword: the third parameter here is method) are f's further
+    arguments, constants to its derivatives.
     """
+    if isinstance(method, tuple):
+        raise TypeError("minimize: method is a tuple; scipy's third "
+                        "parameter, args, is a keyword here: "
+                        "minimize(f, x0, args=(...), method=...)")
+    if not isinstance(args, tuple):
+        args = (args,)          # (as scipy takes a single argument)
+    if args:
+        from .constrained import with_args
+        f = with_args(f, args)
     space = _Space(x0)
     name = method.lower() if isinstance(method, str) else None
     if name == "ipopt":

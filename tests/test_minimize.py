@@ -631,3 +631,26 @@ def test_c_rejects_a_malformed_minimizer():
     _core.ffi.buffer(o.x, 24)[:] = np.full(3, 1.0).tobytes()
     assert check(lib.ad_lbfgs_run(o), o) is None
     assert o.status == lib.AD_LBFGS_GTOL and o.f == 0.0   # x = 1: the optimum
+
+
+@pytest.mark.parametrize("method", ["L-BFGS-B", "BFGS", "Newton-CG", "lbfgs"])
+def test_args_go_to_f_as_scipy_passes_them(method):
+    import scipy.optimize as so
+    A = np.array([[3.0, 1.0], [1.0, 2.0]])
+    b = np.array([1.0, -1.0])
+
+    def f(x, A, b):
+        return 0.5 * x @ (A @ x) - b @ x
+    res = ad.minimize(f, np.zeros(2), method=method, args=(A, b))
+    np.testing.assert_allclose(res.x, np.linalg.solve(A, b), atol=1e-6)
+    ref = so.minimize(f, np.zeros(2), args=(A, b), method="BFGS")
+    np.testing.assert_allclose(res.fun, ref.fun, atol=1e-10)
+    # one argument need not be a tuple, as in scipy
+    res = ad.minimize(lambda x, c: np.sum((x - c) ** 2), np.zeros(3), method=method,
+                      args=2.0)
+    np.testing.assert_allclose(res.x, 2.0, atol=1e-6)
+
+
+def test_scipys_positional_args_are_a_clear_error():
+    with pytest.raises(TypeError, match="args, is a keyword here"):
+        ad.minimize(lambda x, c: np.sum((x - c) ** 2), np.zeros(2), (1.0,))
