@@ -62,6 +62,12 @@ enum ad_op {
     AD_HYPOT,    /* 52 hypot    x y  v = hypot(x, y)                         */
     AD_LOGADDEXP, /* 53 logaddexp x y  v = ad_logaddexp(x, y)                 */
     AD_TIMES,    /* 54 times    x y  v = x == 0.0 ? 0.0 : x * y              */
+    AD_FLOOR,    /* 55 floor    x    v = floor(x)                            */
+    AD_CEIL,     /* 56 ceil     x    v = ceil(x)                             */
+    AD_TRUNC,    /* 57 trunc    x    v = trunc(x)                            */
+    AD_RINT,     /* 58 rint     x    v = rint(x)                             */
+    AD_SIGN,     /* 59 sign     x    v = x > 0.0 ? 1.0 : x < 0.0 ? -1.0 : x == 0.0 ? 0.0 : x */
+    AD_STOP,     /* 60 stop     x    v = x                                   */
     AD_NUM_OPS
 };
 

@@ -14,7 +14,8 @@
  * NAME   what Python and error messages call it
  * ARITY  operands: a (1), a and b (2)
  * KIND   ELEMENTWISE: VALUE per element, operands broadcast as NumPy does
- *        COMPARE: elementwise, 1.0 or 0.0; never depends on a variable
+ *        COMPARE: elementwise with no derivative (a comparison's 1.0 or
+ *        0.0, a piecewise-constant function); never depends on a variable
  *        REDUCE: over the dims the output has as 1 (or all: 0-d)
  *        MOVE: the elements in another shape; MAP: by an index map;
  *        LEAF: an input; EXTERN: rules in Python
@@ -207,6 +208,25 @@
      * of a branch not taken stays 0 where its partial is infinite */        \
     EW(AD_TIMES,   "times",   2, ELEMENTWISE, FLOAT,  x == 0.0 ? 0.0 : x * y, \
        y, x,                                  0.0, 1.0, 0.0)                 \
+    /* Piecewise-constant functions: no derivative (kind COMPARE), values    \
+     * recomputed by every replay, so a recording that uses them stays       \
+     * valid wherever they are (Python's int() is TRUNC, round() RINT) */    \
+    EW(AD_FLOOR,   "floor",   1, COMPARE,     FLOAT,        floor(x),        \
+       0.0, 0.0,                              0.0, 0.0, 0.0)                 \
+    EW(AD_CEIL,    "ceil",    1, COMPARE,     FLOAT,        ceil(x),         \
+       0.0, 0.0,                              0.0, 0.0, 0.0)                 \
+    EW(AD_TRUNC,   "trunc",   1, COMPARE,     FLOAT,        trunc(x),        \
+       0.0, 0.0,                              0.0, 0.0, 0.0)                 \
+    /* to nearest, ties to even (the default rounding mode): NumPy's rint */ \
+    EW(AD_RINT,    "rint",    1, COMPARE,     FLOAT,        rint(x),         \
+       0.0, 0.0,                              0.0, 0.0, 0.0)                 \
+    /* NumPy's sign: 0.0 for either zero, NaN for NaN */                     \
+    EW(AD_SIGN,    "sign",    1, COMPARE,     FLOAT,                         \
+       x > 0.0 ? 1.0 : x < 0.0 ? -1.0 : x == 0.0 ? 0.0 : x,                  \
+       0.0, 0.0,                              0.0, 0.0, 0.0)                 \
+    /* ad.stop_gradient: the value, and no derivative */                     \
+    EW(AD_STOP,    "stop",    1, COMPARE,     FLOAT,        x,               \
+       0.0, 0.0,                              0.0, 0.0, 0.0)                 \
     /* a new op goes here, after the others: saved recordings hold their     \
      * codes */
 

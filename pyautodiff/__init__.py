@@ -8,7 +8,7 @@
 """
 from ._version import __version__
 from ._core import TapeError
-from .tape import DetachWarning, Tape, current_tape, detect_anomaly, no_grad
+from .tape import DetachError, Tape, current_tape, detect_anomaly, no_grad
 from .value import Value
 from .array import (Array, clip, concatenate, expand_dims, maximum, minimum,
                     reshape, squeeze, stack, transpose, where)
@@ -17,6 +17,7 @@ from .reductions import log_softmax, logsumexp, softmax
 from .matmul import matmul
 from .products import cross, dot, einsum, inner, kron, outer, tensordot, vdot
 from . import numpy_interop
+from . import threads     # threads inside a derivative (tape.thread_hooks)
 from .extern import custom_op
 from . import functions
 # ad.abs, ad.exp ... (one per row of the op table, ops.py, that names a
@@ -36,7 +37,7 @@ from .minimize import minimize
 from . import nn, optim
 
 __all__ = [
-    "__version__", "TapeError", "DetachWarning", "Tape", "current_tape", "detect_anomaly",
+    "__version__", "TapeError", "DetachError", "stop_gradient", "Tape", "current_tape", "detect_anomaly",
     "no_grad", "Value", "Array", "custom_op", "draw_dot",
     # the functional API
     "grad", "value_and_grad", "jacobian", "hessian", "hvp", "jvp", "vjp",

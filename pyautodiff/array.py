@@ -24,10 +24,10 @@ from .broadcasting import broadcast_shape as _broadcast_shape
 from .guards import decide as _decide
 # (the generated operators take rows of pools: _pool_of, _POOL_ROWS)
 from .pools import POOL_ROWS as _POOL_ROWS, pool_of as _pool_of
-from .ops import BINARY, ELEMENTWISE, ROWS, UNARY
+from .ops import BINARY, ELEMENTWISE, ROWS, STEPS, UNARY
 from .tape import (DETACHED, NO_GRAD, current_tape, recording_tape, state,
-                   warn_detached)
-from .value import COMPARISONS, Value
+                   refuse_detached)
+from .value import COMPARISONS, Value, stepped as _stepped
 
 OPS = _core.OPS
 
@@ -169,28 +169,51 @@ class Array:
         if self._d.ndim:
             raise TypeError(f"{what} of an Array: only 0-dimensional Arrays "
                             f"(a[i] of a 1-d a) convert to Python scalars")
-        return _decide(self, self._d.item(), what)
+        return self._d.item()
 
+    # Python's result (and errors: int(nan)) first, then, inside a
+    # recording, the op's entry and its guard (value.stepped)
     def __int__(self):
-        return int(self._scalar("int()"))
+        n = int(self._scalar("int()"))
+        _stepped(self, "TRUNC", "int()")
+        return n
 
     def __round__(self, ndigits=None):
-        return round(self._scalar("round()"), ndigits)
+        if ndigits is not None:         # decimal digits: the value itself
+            return round(_decide(self, self._scalar("round()"), "round()"), ndigits)
+        n = round(self._scalar("round()"))
+        _stepped(self, "RINT", "round()")
+        return n
 
     def __trunc__(self):
-        return math.trunc(self._scalar("math.trunc()"))
+        n = math.trunc(self._scalar("math.trunc()"))
+        _stepped(self, "TRUNC", "math.trunc()")
+        return n
 
     def __floor__(self):
-        return math.floor(self._scalar("math.floor()"))
+        n = math.floor(self._scalar("math.floor()"))
+        _stepped(self, "FLOOR", "math.floor()")
+        return n
 
     def __ceil__(self):
-        return math.ceil(self._scalar("math.ceil()"))
+        n = math.ceil(self._scalar("math.ceil()"))
+        _stepped(self, "CEIL", "math.ceil()")
+        return n
+
+    def _step(self, op):
+        """The entry of the piecewise-constant op (or STOP) of this Array
+        on the recording tape: no derivative, recomputed by a replay."""
+        t = recording_tape()
+        if t is NO_GRAD or self._t is NO_GRAD:
+            return _detached(STEPS[op](self._d))
+        return _new(t, OPS[op], _operand(self, t)[0], -1, 0.0, self._d.shape,
+                    same_shape=True)
 
     def item(self):
         return _decide(self, self._d.item(), "item()")
 
     def __float__(self):
-        warn_detached(self, "float()", 2)
+        refuse_detached(self, "float()")
         return _decide(self, float(self._d), "float()")
 
     # -- decisions: Python bools (inside ad.record, guards) -------------------

@@ -402,6 +402,8 @@ RULES = {
     "SCATTER": _map_rules("SCATTER", "GATHER"),
     "EXTERN": (_extern_reverse, _extern_tangent),
 }
+RULES.update({name: (_no_derivative_reverse, _no_derivative_tangent)
+              for name in ("FLOOR", "CEIL", "TRUNC", "RINT", "SIGN", "STOP")})
 RULES.update({op.name: _ELEMENTWISE_RULES for op in ELEMENTWISE})
 RULES.update({name: _ELEMENTWISE_RULES for name in OTHER_PARTIALS})
 _BY_CODE = {OPS[name]: rules for name, rules in RULES.items()}

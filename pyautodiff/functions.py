@@ -73,4 +73,20 @@ globals().update(_FUNCTIONS)
 # the names of the elementwise functions, for pyautodiff.__all__
 ELEMENTWISE = tuple(_FUNCTIONS)
 
-__all__ = list(ELEMENTWISE) + ["sum", "mean", "max", "min"]
+__all__ = list(ELEMENTWISE) + ["sum", "mean", "max", "min", "stop_gradient"]
+
+
+def stop_gradient(x):
+    """x's value with no derivative through it (JAX's stop_gradient): the
+    way to detach a traced value on purpose, where float(x) would raise
+    DetachError.  A Value or Array gives an entry of the tape that a replay
+    recomputes (so a recording stays valid at other inputs) and that every
+    derivative treats as a constant; lists, tuples and dicts are mapped;
+    a plain number or ndarray is returned as it is."""
+    if isinstance(x, (Value, Array)):
+        return x._step("STOP")
+    if isinstance(x, (list, tuple)):
+        return type(x)(stop_gradient(v) for v in x)
+    if isinstance(x, dict):
+        return {k: stop_gradient(v) for k, v in x.items()}
+    return x

@@ -23,7 +23,7 @@ from .array import Array, concatenate, stack
 from .pytree import flatten, lift_object_arrays, unflatten
 from ._core import TapeError
 from .tape import DIFFERENTIATING, state
-from .trace import Trace, pick, positions
+from .trace import Trace, call_traced, pick, positions
 from .value import Traced, Value
 
 
@@ -51,7 +51,7 @@ class NestedTrace(Trace):
             self.structures[k] = st
             self.leaves[k] = nodes
             call_args[k] = unflatten(st, nodes)
-        self.out = lift_object_arrays(f(*call_args, **kwargs))
+        self.out = lift_object_arrays(call_traced(f, call_args, kwargs))
 
     @staticmethod
     def _variable(t, kind, v):

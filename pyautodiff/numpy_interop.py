@@ -14,8 +14,8 @@ from .array import Array
 from .guards import decide as _decide, takes_guards
 from .matmul import matmul
 from .ops import ELEMENTWISE, REFLECTED
-from .tape import differentiated, warn_detached
-from .value import Value
+from .tape import differentiated, refuse_detached
+from .value import Value, stepped
 
 # NumPy's ufunc of each operator and unary method of the op table's: the
 # method records it (the ops whose NumPy function is no ufunc, relu and
@@ -205,7 +205,7 @@ def as_ndarray(a, dtype=None, copy=None):
         for index in np.ndindex(a.shape):
             out[index] = a[index] if a.ndim else a
         return out
-    warn_detached(a, f"numpy.asarray(dtype={np.dtype(dtype).name})", 3)
+    refuse_detached(a, f"numpy.asarray(dtype={np.dtype(dtype).name})")
     values = _nondifferentiable(np.asarray, (a,), {"dtype": dtype})
     if values is not a._d:              # converted to another dtype
         if copy is False:
@@ -215,12 +215,42 @@ def as_ndarray(a, dtype=None, copy=None):
     return values.copy() if copy else values
 
 
+# The piecewise-constant functions that are C ops (ops.STEPS): of one
+# traced Array or Value, an entry of that op (no derivative, recomputed by a
+# replay, so a recording stays valid wherever the values are); np.round's
+# with decimals=0 only.
+_STEP_OPS = {np.floor: "FLOOR", np.ceil: "CEIL", np.trunc: "TRUNC", np.fix: "TRUNC",
+             np.rint: "RINT", np.sign: "SIGN", np.round: "RINT", np.around: "RINT"}
+
+
+def _step_op(fn, args, kwargs):
+    """The op of fn(*args, **kwargs) as a step entry (see _STEP_OPS), or
+    None where the call is not one of them (other arguments, out=, ...)."""
+    op = _STEP_OPS.get(fn)
+    if op is None or len(args) != 1 or not isinstance(args[0], (Array, Value)):
+        return None
+    if fn in (np.round, np.around):
+        if set(kwargs) - {"decimals"} or kwargs.get("decimals", 0) != 0:
+            return None
+    elif kwargs:
+        return None
+    return op
+
+
 def _nondifferentiable(fn, args, kwargs):
     """fn's result on the values of its arguments.  It depends on them off
     the tape, so inside ad.record every Array or Value it read is a guard
     (a mask's values, when fn reads a mask; the masks of _WITNESSES where
     they tell all fn reads): a replay where they differ raises
     BranchError."""
+    op = _step_op(fn, args, kwargs)
+    if op is not None:
+        x = args[0]
+        if isinstance(x, Array):
+            return x._step(op)
+        result = fn(x._d)           # a Value's: NumPy's scalar, guarded
+        stepped(x, op, _public_name(fn), integral=False)
+        return result
     result = fn(*_values(args), **{k: _values(v) for k, v in kwargs.items()})
     traced = _traced(args) + _traced(list(kwargs.values()))
     if fn not in _QUERIES and any(map(takes_guards, traced)):

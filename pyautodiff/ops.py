@@ -212,7 +212,22 @@ OTHER_OPS = {
     "EXTERN": "a Python rule: extern.py",
     # a recorded derivative's adjoint times a partial (derivatives.times)
     "TIMES": "x * y, 0 where x is 0: derivatives.py's products",
+    # piecewise constant, no derivative: np.floor & co. on Arrays, and the
+    # entries that guard int(), round(), math.floor ... in a recording
+    # (guards.py's STEPS)
+    "FLOOR": "piecewise constant (np.floor, math.floor)",
+    "CEIL": "piecewise constant (np.ceil, math.ceil)",
+    "TRUNC": "piecewise constant (np.trunc, int(), math.trunc)",
+    "RINT": "piecewise constant (np.rint, np.round, round())",
+    "SIGN": "piecewise constant (np.sign)",
+    "STOP": "the value with no derivative (ad.stop_gradient)",
 }
+
+
+# The piecewise-constant C ops (and STOP) on plain numbers and ndarrays, as
+# csrc/rules.h computes them: what a traced value's entry of one holds.
+STEPS = {"FLOOR": np.floor, "CEIL": np.ceil, "TRUNC": np.trunc, "RINT": np.rint,
+         "SIGN": np.sign, "STOP": np.positive}
 
 
 # The partial derivatives of the elementwise C ops without a row (as a

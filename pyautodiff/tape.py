@@ -53,7 +53,6 @@ import os
 import struct
 import sys
 import threading
-import warnings
 import weakref
 from _thread import get_ident
 
@@ -168,7 +167,8 @@ def differentiated(x):
 @contextlib.contextmanager
 def strict_rule(name):
     """While a user's rule (named name) runs on traced values: a traced
-    value taken out as a plain number raises (warn_detached)."""
+    value taken out as a plain number is a NotImplementedError naming the
+    rule (refuse_detached)."""
     saved, state.strict_rule = state.strict_rule, name
     try:
         yield
@@ -176,15 +176,28 @@ def strict_rule(name):
         state.strict_rule = saved
 
 
-class DetachWarning(RuntimeWarning):
-    """A value that a derivative is tracing became a plain float (float(x),
-    math.sin(x), np.float64(x), np.asarray(x, dtype=float), writing it into
-    an ndarray): no derivative flows through that number."""
+class DetachError(TypeError):
+    """A value that a derivative or a recording is tracing was made a plain
+    number (float(x), math.sin(x), np.float64(x), writing it into an
+    ndarray, np.asarray(x, dtype=float)): no derivative would flow through
+    that number, so the derivative would silently miss its terms."""
 
 
-def warn_detached(x, what, stacklevel):
-    """Warn where x, traced by a derivative, leaves it as a plain number: a
-    derivative through that number would otherwise be a silent zero."""
+# What a plain float of a traced value comes from, besides float() itself,
+# and what to write instead: the message of every DetachError.
+_DETACH_FIX = (
+    "no derivative would flow through that number, so the derivative would "
+    "silently miss its terms. float(x), math.sin(x), np.float64(x), writing "
+    "x into an ndarray (g = np.zeros(n); g[i] = x) and np.asarray(x, "
+    "dtype=float) all make one. Compute with the value itself (np.sin(x) "
+    "rather than math.sin(x)); build arrays with np.stack, np.array([...]) "
+    "without dtype= or np.concatenate rather than writing into a float "
+    "array; or detach on purpose with ad.stop_gradient(x) or x.item()")
+
+
+def refuse_detached(x, what):
+    """Raise DetachError where x, traced by a derivative or a recording,
+    would leave it as a plain number (what names the conversion)."""
     if differentiated(x):
         if state.strict_rule is not None:
             raise NotImplementedError(
@@ -193,14 +206,18 @@ def warn_detached(x, what, stacklevel):
                 "dependence the enclosing derivative would miss. Write the "
                 "rule with NumPy functions (or pyautodiff's) applied to the "
                 "values it is given, so that it can be differentiated in turn")
-        warnings.warn(
-            f"{what} of a value that a derivative is tracing is a plain "
-            "number: no derivative flows through it, so a result computed "
-            "from it is differentiated as if it were a constant. Compute "
-            "with the value itself (np.sin(x) rather than math.sin(x), "
-            "np.stack or np.array([...]) without dtype= rather than a float "
-            "array); take .item() where a constant is meant",
-            DetachWarning, stacklevel=stacklevel + 1)
+        raise DetachError(f"{what} of a value that a derivative is tracing: "
+                          + _DETACH_FIX)
+
+
+class _ThreadHooks:
+    """threads.py's functions (threads inside a derivative), which record
+    operations and so import the modules that import this one and
+    trace.py: it installs them here when pyautodiff is imported."""
+    join = transplant = tracing = lift = release_joined = None
+
+
+thread_hooks = _ThreadHooks()
 
 
 class Tape:
@@ -213,7 +230,7 @@ class Tape:
                  "live_elems",
                  "_frozen_arrays", "externs", "sweep_mode", "callback_error",
                  "guards", "generation", "pools", "callbacks_routed", "grads", "thread",
-                 "lock",
+                 "lock", "joined", "joiners", "transplanted",
                  "__weakref__")
 
     def __init__(self):
@@ -245,6 +262,14 @@ class Tape:
         self.callbacks_routed = False   # extern.py's callbacks (on first use)
         self._entered = False
         self._frozen = None      # grads kept after release, by entry
+        # Threads inside a derivative (threads.py): the derivative's tape
+        # whose values this thread's tape took in, while it traces; on a
+        # derivative's tape while it traces its function, the tapes that
+        # joined it (None otherwise), and what it took from them (id(their
+        # node) -> (it, its node here))
+        self.joined = None
+        self.joiners = None
+        self.transplanted = {}
         self.generation = 0      # compactions so far: entry numbers changed
         self._update_limit()
 
@@ -865,9 +890,17 @@ class Tape:
         return imported[1]
 
     def _import(self, v):
-        """(v, its new leaf here) for v of another tape, kept in imports."""
+        """(v, its new leaf here) for v of another tape, kept in imports.
+        Inside a derivative, a value of a thread's tape that joined it is
+        transplanted here instead, and a thread's tape taking in the
+        derivative's value joins it (threads.py)."""
         owner = v._t
         owner._check_open()
+        if owner.joined is self:
+            return v, thread_hooks.transplant(v, self)
+        if owner in DIFFERENTIATING and owner.thread is not self.thread \
+                and self not in DIFFERENTIATING:
+            thread_hooks.join(self, owner.joined or owner)
         if owner.thread is self.thread and not self._encloses(owner):
             raise TapeError("a Value from another tape was used here; Values "
                             "from an enclosing tape can be used in a 'with "

@@ -19,7 +19,8 @@ import numpy as np
 from . import _core
 from .array import Array
 from .pytree import as_leaf, flatten, lift_object_arrays, unflatten
-from .tape import DADJ, DIFFERENTIATING, TAN, Tape, differentiated, state
+from .tape import (DADJ, DIFFERENTIATING, TAN, DetachError, Tape, differentiated, state,
+                   thread_hooks)
 from .value import Traced, Value
 
 
@@ -35,6 +36,23 @@ def checked(f, argnum, name):
         return tuple(int(k) for k in argnum)
     raise TypeError(f"{name}: argnum must be an int or a tuple of ints, "
                     f"got {argnum!r}")
+
+
+def call_traced(f, args, kwargs):
+    """f(*args, **kwargs) on traced arguments, recorded on the current tape;
+    values of it that other threads computed are brought onto that tape
+    (threads.py's lift).  A traced value written into an ndarray element
+    (g[i] = x) raises DetachError inside NumPy, which reports it as
+    "setting an array element with a sequence" (a ValueError from the
+    DetachError): the DetachError itself is raised instead, with the
+    traceback down to the user's line."""
+    try:
+        out = f(*args, **kwargs)
+    except ValueError as e:
+        if isinstance(e.__cause__, DetachError):
+            raise e.__cause__.with_traceback(e.__traceback__) from None
+        raise
+    return thread_hooks.lift(out, state.rec)
 
 
 def _is_position(k):
@@ -101,6 +119,7 @@ class Trace:
             self.tape.guards = []
         call_args = list(args)
         saved_no_grad, state.no_grad = state.no_grad, 0
+        thread_hooks.tracing(self.tape)
         try:
             with self.tape.recording():
                 for k in self.inputs:
@@ -110,8 +129,9 @@ class Trace:
                     self.structures[k] = st
                     self.leaves[k] = nodes
                     call_args[k] = unflatten(st, nodes)
-                self.out = lift_object_arrays(f(*call_args, **kwargs))
+                self.out = lift_object_arrays(call_traced(f, call_args, kwargs))
         finally:
+            thread_hooks.release_joined(self.tape)
             state.no_grad = saved_no_grad
             state.refresh()
 

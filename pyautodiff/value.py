@@ -23,9 +23,9 @@ import numpy as np
 from . import _core
 from ._core import TapeError
 from ._generated import link, value_operators
-from .ops import BINARY, ELEMENTWISE, REFLECTED, SCALAR_NAMES, UNARY
+from .ops import BINARY, ELEMENTWISE, REFLECTED, SCALAR_NAMES, STEPS, UNARY
 from .tape import (DETACHED, NO_GRAD, _pack_into, current_tape, record_into,
-                   recording_tape, state, warn_detached)
+                   recording_tape, state, refuse_detached)
 
 OPS = _core.OPS
 
@@ -141,7 +141,7 @@ def _guarding_tape(*values):
     None: a decision taken on them there must be a guard."""
     for v in values:
         t = getattr(v, "_t", DETACHED)
-        if t is not DETACHED and t.guards is not None and not t.closed:
+        if getattr(t, "guards", None) is not None and not t.closed:
             return t
     return None
 
@@ -155,6 +155,25 @@ def _pin(v, what):
         t.guard(v, v._d, f"{what} on the traced value {v._d!r} (a number "
                 "taken out of it: the recording holds only at that value)")
     return v._d
+
+
+def stepped(x, op, what, integral=True):
+    """Guard the piecewise-constant op (FLOOR, CEIL, TRUNC, RINT, SIGN:
+    ops.STEPS) of x (a Value or a 0-d Array) whose result leaves the tape
+    (int(x), round(x), math.floor(x), np.sign of a Value).  Its derivative
+    is 0, which is exact; inside a recording op's entry is recorded (a
+    replay recomputes it) and guarded, so that the recording holds wherever
+    that result is the same, not only at x's value.  An integral result (a
+    Python int) has no -0.0: the guard holds the result plus 0.0, which is
+    0.0 for either zero (a guard compares bit for bit)."""
+    t = _guarding_tape(x)
+    if t is not None:
+        node = x._step(op)
+        if integral:
+            node = node + 0.0
+        t.guard(node, node._d if isinstance(x, Value) else node._d.copy(),
+                f"{what} of the traced value {x._d!r} (recorded as "
+                f"{float(STEPS[op](x._d))!r})")
 
 
 def _divmod_values(x, y, what):
@@ -324,6 +343,16 @@ class Value:
     def _leaf_on(self, tape, flags):
         return tape.record(type(self), OPS["LEAF"], -1, -1, self._d, self._d,
                            self._int_flags(self._d, None) | flags)
+
+    def _step(self, op):
+        """The entry of the piecewise-constant op (or STOP) of this Value on
+        the recording tape: no derivative, recomputed by a replay."""
+        t = recording_tape()
+        value = float(STEPS[op](self._d))
+        cls = Traced if isinstance(self, Traced) else Value
+        if t is NO_GRAD or self._t is DETACHED:
+            return _detached(cls, value)
+        return t.record(cls, OPS[op], t.adopt(self)._i, -1, 0.0, value, 0)
 
     def _import_to(self, tape):
         """A leaf on tape standing for this Value (from an enclosing tape)."""
@@ -497,23 +526,37 @@ class Traced(Value):
         # float() is identity in value, so a derivative through it would be
         # 1, not the 0 a plain number gives (int() and round() are
         # piecewise constant: their 0 is exact)
-        warn_detached(self, "float()", 2)
+        refuse_detached(self, "float()")
         return float(self._read("float()"))
 
+    # Python's result (and errors: int(nan)) first, then its entry and
+    # guard: a step function of the value, its zero derivative is exact
     def __int__(self):
-        return int(self._read("int()"))
+        n = int(self._d)
+        stepped(self, "TRUNC", "int()")
+        return n
 
     def __trunc__(self):
-        return math.trunc(self._read("math.trunc()"))
+        n = math.trunc(self._d)
+        stepped(self, "TRUNC", "math.trunc()")
+        return n
 
     def __floor__(self):
-        return math.floor(self._read("math.floor()"))
+        n = math.floor(self._d)
+        stepped(self, "FLOOR", "math.floor()")
+        return n
 
     def __ceil__(self):
-        return math.ceil(self._read("math.ceil()"))
+        n = math.ceil(self._d)
+        stepped(self, "CEIL", "math.ceil()")
+        return n
 
     def __round__(self, ndigits=None):
-        return round(self._read("round()"), ndigits)
+        if ndigits is not None:         # decimal digits: the value itself
+            return round(self._read("round()"), ndigits)
+        n = round(self._d)              # (to even, as rint)
+        stepped(self, "RINT", "round()")
+        return n
 
     def __format__(self, spec):
         return format(self._read("format()"), spec)

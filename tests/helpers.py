@@ -18,6 +18,11 @@ NOT_ELEMENTWISE = {
     "SCATTER": "the reference's concatenate and stack",
     "EXTERN": "the reference's matmul; custom ops (the fuzzers') as rows composed",
     "LSE": "the reference's logsumexp, softmax and log_softmax",
+    # no derivative, and values NumPy's: tests/test_traced.py,
+    # test_any_order.py and test_nondifferentiable.py check them
+    "FLOOR": "piecewise constant: NumPy's floor", "CEIL": "piecewise constant: NumPy's ceil",
+    "TRUNC": "piecewise constant: NumPy's trunc", "RINT": "piecewise constant: NumPy's rint",
+    "SIGN": "piecewise constant: NumPy's sign", "STOP": "the identity, with no derivative",
 }
 # The rows' C ops that the scalar tests and fuzzers do not draw on Values
 # (np.maximum and np.minimum of two Values record theirs; tests/test_ops.py
@@ -29,6 +34,9 @@ COMPARISON_OPS = {"LT", "LE", "EQ", "NE"}
 # tests/test_ops.py and tests/test_any_order.py test it; the nested fuzzer
 # records it in every program of order two or more)
 DERIVATIVE_ONLY_OPS = {"TIMES"}
+# no derivative and no oracle row (NOT_ELEMENTWISE): the step functions
+# and stop_gradient, which the fuzzers do not draw
+STEP_OPS = {"FLOOR", "CEIL", "TRUNC", "RINT", "SIGN", "STOP"}
 # the C ops of the rows that Values record
 VALUE_OPS = {name.upper() for name in RULES} - ARRAY_ONLY_OPS - COMPARISON_OPS \
     - DERIVATIVE_ONLY_OPS

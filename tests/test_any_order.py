@@ -71,6 +71,13 @@ def program(name):
         "EXTERN": lambda x: np.sum(np.sin(x.reshape(2, 3) @ np.cos(x).reshape(3, 2))),
         "LEAF": lambda x: np.sum(x ** 3),
         "TIMES": lambda x: np.sum(derivatives._times(np.sin(x), x * W + 0.5) * x),
+        # no derivative through the step, which a replay recomputes
+        "FLOOR": lambda x: np.sum(np.floor(3.0 * x) * x ** 2 * W),
+        "CEIL": lambda x: np.sum(np.ceil(3.0 * x) * x ** 2 * W),
+        "TRUNC": lambda x: np.sum(np.trunc(3.0 * x) * x ** 2 * W),
+        "RINT": lambda x: np.sum(np.rint(3.0 * x) * x ** 2 * W),
+        "SIGN": lambda x: np.sum(np.sign(x) * x ** 2 * W),
+        "STOP": lambda x: np.sum(ad.stop_gradient(np.sin(x)) * x ** 2 * W),
     }
     if name in others:
         return others[name]
@@ -83,7 +90,8 @@ def program(name):
 
 def _covered():
     names = [op.name for op in ELEMENTWISE] + list(OTHER_PARTIALS)
-    names += ["SUM", "MAX", "MIN", "LSE", "RESHAPE", "GATHER", "SCATTER", "EXTERN", "LEAF"]
+    names += ["SUM", "MAX", "MIN", "LSE", "RESHAPE", "GATHER", "SCATTER", "EXTERN", "LEAF",
+              "FLOOR", "CEIL", "TRUNC", "RINT", "SIGN", "STOP"]
     names = list(dict.fromkeys(names))
     return names
 
@@ -119,8 +127,14 @@ def test_the_recorded_and_the_C_paths_agree(name):
     np.testing.assert_allclose(rt, hv, rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(F.jacobian(X) @ V, hv, rtol=1e-10, atol=1e-12)
     # third order: the gradient of <H(x) v, v>, nested twice, against
-    # central differences of the C path's H v
+    # central differences of the C path's H v (which see the stopped value
+    # move: STOP's third derivative is its own, 0 through the stop)
     third = ad.grad(lambda z: np.sum(ad.hvp(f)(z, V) * V))(X)
+    if name == "STOP":          # <Hv, v> = sum(2 sin(x) W v**2), sin stopped
+        np.testing.assert_array_equal(third, np.zeros(6))
+        np.testing.assert_allclose(ad.hvp(f)(X, V), 2 * np.sin(X) * np.linspace(-0.8, 1.1, 6) * V,
+                                   rtol=1e-14)
+        return
     h = 1e-4
     central = np.array([
         (np.dot(ad.hvp(f)(X + h * e, V), V) - np.dot(ad.hvp(f)(X - h * e, V), V)) / (2 * h)

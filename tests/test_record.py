@@ -521,7 +521,7 @@ def test_every_caller_finds_the_same_flipped_guard(point, k):
 @pytest.mark.filterwarnings("ignore")      # float(y) of a traced y, meant
 def test_a_guard_matches_nan_and_tells_the_zeros_apart():
     def f(x, y):
-        return x * 2.0 if float(y) != 5.0 else x      # float(y): a guard on y
+        return x * 2.0 if y.item() != 5.0 else x      # y.item(): a guard on y
     F = ad.record(f, 1.0, float("nan"))
     assert F(3.0, float("nan")) == 6.0
     G = ad.record(f, 1.0, 0.0)
@@ -532,7 +532,7 @@ def test_a_guard_matches_nan_and_tells_the_zeros_apart():
         G.value_and_grad(3.0, -0.0)
 
     def h(x):                                 # an Array's numbers, taken out
-        return np.sum(x * float(np.sum(x[1:] * 0.0 + x[1:])))
+        return np.sum(x * np.sum(x[1:] * 0.0 + x[1:]).item())
     H = ad.record(h, np.array([1.0, np.nan]))
     assert np.isnan(H(np.array([2.0, np.nan])))
 

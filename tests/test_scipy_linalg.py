@@ -282,5 +282,5 @@ def test_scipys_own_functions_refuse_arrays():
     never a silent number."""
     a = np.eye(N) * 2.0
     for fn in (lambda x: sl.solve_triangular(x, np.ones(N)), sl.sqrtm, sl.cho_factor):
-        with pytest.raises((ValueError, TypeError, ad.DetachWarning)):
+        with pytest.raises((ValueError, TypeError)):
             ad.grad(lambda x: np.sum(fn(x)))(a)

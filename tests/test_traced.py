@@ -41,7 +41,6 @@ BRANCHY = {
     "math.floor": (lambda x: x * math.floor(x), lambda x: float(math.floor(x))),
     "math.ceil": (lambda x: x * math.ceil(x), lambda x: float(math.ceil(x))),
     "math.trunc": (lambda x: x * math.trunc(x), lambda x: float(math.trunc(x))),
-    "float()": (lambda x: x * float(x), lambda x: x),
     "format": (lambda x: x * float(format(x, ".1f")),
                lambda x: float(format(x, ".1f"))),
     "an f-string": (lambda x: x * len(f"{x}"), lambda x: float(len(f"{x}"))),
@@ -53,7 +52,6 @@ BRANCHY = {
 POINTS = [0.0, 1.0, -1.0, 2.5, -2.5, 1.26, 0.25, 0.5]
 
 
-@pytest.mark.filterwarnings("ignore::pyautodiff.DetachWarning")
 @pytest.mark.parametrize("name", BRANCHY)
 def test_grad_of_a_branch_follows_the_float(name):
     """The value is f's on plain floats; the derivative is that of the
@@ -73,20 +71,19 @@ def test_the_reported_cases():
     assert ad.value_and_grad(lambda x, y: (x != y) + 0.0)(2.0, 3.0) == (1.0, 0.0)
 
 
-@pytest.mark.filterwarnings("ignore::pyautodiff.DetachWarning")
 def test_conversions_give_the_floats_results():
     seen = []
 
     def f(x):
         seen.append((x == 2.5, x != 2.5, bool(x), hash(x), int(x), round(x),
                      round(x, 1), math.floor(x), math.ceil(x), math.trunc(x),
-                     float(x), format(x, ".3f"), f"{x}", x.item(), x.data))
+                     format(x, ".3f"), f"{x}", x.item(), x.data))
         return x * 1.0
     for x in (2.5, -2.5, 0.0, 3.75, -0.5):
         ad.grad(f)(x)
         assert seen.pop() == (x == 2.5, x != 2.5, bool(x), hash(x), int(x),
                               round(x), round(x, 1), math.floor(x),
-                              math.ceil(x), math.trunc(x), x,
+                              math.ceil(x), math.trunc(x),
                               format(x, ".3f"), f"{x}", x, x)
 
 
@@ -201,9 +198,7 @@ def test_equalities_are_guards(name):
                     F(x)
 
 
-PINNED = {k: BRANCHY[k][0] for k in ("int()", "round()", "round(, 1)", "math.floor",
-                                  "math.ceil", "math.trunc", "float()",
-                                  "format", "an f-string")}
+PINNED = {k: BRANCHY[k][0] for k in ("round(, 1)", "format", "an f-string")}
 PINNED.update({
     ".data": lambda x: x * (x.data if isinstance(x, ad.Value) else x),
     "item()": lambda x: x * (x.item() if isinstance(x, ad.Value) else x),
@@ -212,13 +207,11 @@ PINNED.update({
 })
 
 
-@pytest.mark.filterwarnings("ignore::pyautodiff.DetachWarning")
 @pytest.mark.parametrize("name", PINNED)
 def test_numbers_taken_out_pin_the_value(name):
-    """A number taken out of a traced scalar is a constant of the
-    recording: a replay anywhere else raises (even where int(x) would be
-    the same: the guard holds the value itself), and @ad.function records
-    again there."""
+    """A number taken out of a traced scalar (other than a step function's:
+    below) is a constant of the recording: a replay anywhere else raises,
+    and @ad.function records again there."""
     f = PINNED[name]
     F = ad.record(f, 1.5)
     assert F(1.5) == f(1.5) and F.grad(1.5) == ad.grad(f)(1.5)
@@ -229,9 +222,47 @@ def test_numbers_taken_out_pin_the_value(name):
         assert lazy(x) == f(x), (name, x)
 
 
-@pytest.mark.filterwarnings("ignore::pyautodiff.DetachWarning")
+# step functions of the value: their result is recorded and guarded, so a
+# recording holds wherever the result is unchanged.  name: (f, the step)
+STEPPED = {
+    "int()": (BRANCHY["int()"][0], int),
+    "round()": (BRANCHY["round()"][0], round),
+    "math.floor": (BRANCHY["math.floor"][0], math.floor),
+    "math.ceil": (BRANCHY["math.ceil"][0], math.ceil),
+    "math.trunc": (BRANCHY["math.trunc"][0], math.trunc),
+    "np.floor": (lambda x: x * np.floor(x), np.floor),
+    "np.rint": (lambda x: x * np.rint(x), np.rint),
+    "np.sign": (lambda x: x * np.sign(x), np.sign),
+    "np.round": (lambda x: x * np.round(x), np.round),
+    "0-d Array int()": (lambda x: np.sum(x * int(np.sum(x))), int),
+    "0-d Array round()": (lambda x: np.sum(x * round(np.sum(x))), round),
+    "0-d Array math.floor": (lambda x: np.sum(x * math.floor(np.sum(x))), math.floor),
+    "0-d Array math.ceil": (lambda x: np.sum(x * math.ceil(np.sum(x))), math.ceil),
+}
+STEP_POINTS = [1.5, 1.4, 1.7, 1.2, 0.4, 2.6, 2.5, -1.5, -1.4, -2.6, 0.0, -0.3]
+
+
+@pytest.mark.parametrize("name", STEPPED)
+def test_step_functions_guard_their_result(name):
+    """int(), round(), math.floor/ceil/trunc, np.floor & co.: a recording
+    replays wherever the step function's result is the one recorded (not
+    only at x0), with f's values and derivatives there, and raises
+    BranchError where the result changes."""
+    f, step = STEPPED[name]
+    for x0 in (1.5, -1.5, 0.4):
+        F = ad.record(f, x0)
+        for x in STEP_POINTS:
+            if step(x) == step(x0) and math.copysign(1, step(x)) == \
+                    math.copysign(1, step(x0)):
+                assert F(x) == f(x), (name, x0, x)
+                assert F.grad(x) == pytest.approx(ad.grad(f)(x), rel=1e-15), (name, x)
+            else:
+                with pytest.raises(ad.BranchError):
+                    F(x)
+
+
 def test_a_pinned_recording_saved_and_loaded_keeps_its_guard(tmp_path):
-    F = ad.record(lambda x: x * float(x), 1.5)
+    F = ad.record(lambda x: x * x.item(), 1.5)
     F.save(tmp_path / "f.adr")
     G = ad.load(tmp_path / "f.adr")
     assert G(1.5) == 2.25
@@ -254,11 +285,10 @@ def test_plain_arithmetic_is_not_guarded():
     assert F(0.25) == pytest.approx(np.sin(0.25) * 0.25 + 0.25 ** 2 / 3.0)
 
 
-@pytest.mark.filterwarnings("ignore::pyautodiff.DetachWarning")
 def test_a_pinned_zero_keeps_its_sign():
     """-0.0 == 0.0, but a number taken out of x shows the sign (format,
     copysign): a pin holds only at the same zero."""
-    f = lambda x: x * 0.0 + math.copysign(1.0, float(x))     # noqa: E731
+    f = lambda x: x * 0.0 + math.copysign(1.0, x.item())     # noqa: E731
     F = ad.record(f, 0.0)
     assert F(0.0) == 1.0
     with pytest.raises(ad.BranchError):
