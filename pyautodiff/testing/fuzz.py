@@ -1,6 +1,6 @@
 """Differential fuzzing of the tape against the independent oracles.
 
-``python -m pyautodiff.testing.fuzz [--kind scalars|arrays|second|nested|surface|sparse|all]
+``python -m pyautodiff.testing.fuzz [--kind scalars|arrays|second|nested|surface|sparse|threads|all]
 [--examples N | --count N] [--seed S] [--strict]`` (``python -m bench.fuzz`` in a checkout) runs N
 random programs of each kind and reports how many were tried, skipped and
 how many disagreed; the exit status is 1 if any disagreed.  The kinds:
@@ -22,7 +22,11 @@ how many disagreed; the exit status is 1 if any disagreed.  The kinds:
   refereed by central differences, to third order and replayed;
 - sparse (fuzz_sparse.py): sparsity patterns, sparse Jacobians and
   Hessians (eager and recorded) and their colourings against the dense
-  ad.jacobian / ad.hessian and independent checks of the colourings.
+  ad.jacobian / ad.hessian and independent checks of the colourings;
+- threads (fuzz_threads.py): the nested programs with their work spread
+  over threads (Thread, ThreadPoolExecutor, asyncio.to_thread) against the
+  jets, and with a traced value written into an ndarray, which must raise
+  DetachError.
 ("all" runs scalars, arrays and second.)
 """
 import argparse
@@ -30,7 +34,7 @@ import random
 import sys
 
 from . import (fuzz_arrays, fuzz_nested, fuzz_scalars, fuzz_second, fuzz_sparse,
-               fuzz_surface)
+               fuzz_surface, fuzz_threads)
 
 
 def main(argv=None, prog="python -m pyautodiff.testing.fuzz"):
@@ -39,15 +43,16 @@ def main(argv=None, prog="python -m pyautodiff.testing.fuzz"):
                     help="programs of each kind (default 10000)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--kind", choices=("scalars", "arrays", "second", "nested", "surface",
-                                       "sparse", "all"),
+                                       "sparse", "threads", "all"),
                     default="scalars",
                     help="scalar Value programs (default), array programs "
                          "(fuzz_arrays.py), second derivatives of scalar "
                          "programs (fuzz_second.py), nested derivatives "
                          "(fuzz_nested.py), NumPy's surface against autograd "
                          "(fuzz_surface.py), sparse derivatives against dense "
-                         "ones (fuzz_sparse.py), or all but nested, surface "
-                         "and sparse")
+                         "ones (fuzz_sparse.py), threads and writes into arrays "
+                         "(fuzz_threads.py), or all but nested, surface, "
+                         "sparse and threads")
     ap.add_argument("--nesting", action="append", metavar="SHAPE",
                     help="nested: draw only this nesting, e.g. 'grad(grad(f))' "
                          "(outermost first; repeatable)")
@@ -85,6 +90,9 @@ def main(argv=None, prog="python -m pyautodiff.testing.fuzz"):
                                          )[0]["disagree"]
     if cfg.kind == "sparse":
         bad += fuzz_sparse.fuzz_sparse(cfg.examples, cfg.seed)["disagreed"]
+    if cfg.kind == "threads":
+        bad += fuzz_threads.fuzz_threads(cfg.examples, cfg.seed, cfg.max_steps or 4
+                                         ).failures(False)
     return 1 if bad else 0
 
 
