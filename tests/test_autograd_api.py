@@ -618,11 +618,16 @@ def test_tracer_names():
     assert tracer.primitive is pext.primitive
 
 
-def test_core_names_are_the_packages():
+def test_core_is_autograd_cores_not_the_nary_operators():
+    # core.make_vjp(fun, x) -> (vjp, ans), make_jvp(fun, x) -> jvp, as
+    # autograd.core's (the n-ary ones are the package's)
     from pyautodiff.autograd import core
-    assert core.make_vjp is pag.make_vjp and core.defvjp is pext.defvjp
-    vjp, ans = core.make_vjp(lambda x: x ** 3)(2.0)
-    assert ans == 8.0 and vjp(1.0) == 12.0
+    import autograd.core as acore
+    vjp, ans = core.make_vjp(lambda x: x ** 3, 2.0)
+    avjp, aans = acore.make_vjp(lambda x: x ** 3, 2.0)
+    assert ans == aans == 8.0 and vjp(1.0) == avjp(1.0) == 12.0
+    assert core.make_jvp(lambda x: x ** 3, 2.0)(1.0) == acore.make_jvp(lambda x: x ** 3, 2.0)(1.0)
+    assert core.defvjp is pext.defvjp
 
 
 def test_where_takes_keywords_as_autograds():

@@ -284,3 +284,17 @@ def test_scipys_own_functions_refuse_arrays():
     for fn in (lambda x: sl.solve_triangular(x, np.ones(N)), sl.sqrtm, sl.cho_factor):
         with pytest.raises((ValueError, TypeError)):
             ad.grad(lambda x: np.sum(fn(x)))(a)
+
+
+def test_dropin_hands_on_scipys_classes_and_signatures():
+    """The drop-in's other names of scipy.linalg: its exception classes are
+    scipy's own (an except clause catches scipy's errors), its functions
+    take scipy's arguments."""
+    import inspect
+
+    import pyautodiff.autograd.scipy.linalg as spla
+    assert spla.LinAlgError is sl.LinAlgError and spla.LinAlgWarning is sl.LinAlgWarning
+    with pytest.raises(spla.LinAlgError):
+        sl.cholesky(-np.eye(2))
+    assert inspect.signature(spla.expm) == inspect.signature(sl.expm)
+    np.testing.assert_allclose(spla.expm(np.eye(2)), sl.expm(np.eye(2)))

@@ -301,6 +301,9 @@ def test_dirichlet_rvs_as_autograds():
     x = pstats.dirichlet.rvs(alpha, size=2, random_state=0)
     assert x.shape == (2, 3) and np.allclose(x.sum(axis=1), 1.0)
     assert np.array_equal(x, st.dirichlet.rvs(alpha, size=2, random_state=0))
+    # one sample by default, in a batch of one, as scipy's (and autograd's)
+    one = pstats.dirichlet.rvs(alpha, random_state=0)
+    assert one.shape == (1, 3) and np.array_equal(one, st.dirichlet.rvs(alpha, random_state=0))
     with pytest.raises(NotImplementedError, match="dirichlet.rvs"):
         ad.grad(lambda a: pstats.dirichlet.rvs(a)[0, 0])(alpha)
 

@@ -10,9 +10,11 @@ autograd's do: grad of grad of grad, make_vjp inside make_jvp, a function
 closing over the enclosing one's variables.
 
 The rest of autograd's API is in the submodules of the same names:
-extend (primitive, defvjp, defjvp ...), builtins, misc (flatten,
-const_graph), misc.optimizers (sgd, rmsprop, adam) and test_util
-(check_grads).
+extend (primitive, defvjp, defjvp ...), core (the unary make_vjp(fun, x)
+and make_jvp(fun, x), vspace, the rule registries), wrap_util
+(unary_to_nary), builtins, misc (flatten, const_graph), misc.optimizers
+(sgd, rmsprop, adam) and test_util (check_grads), each name with
+autograd's signature.
 """
 import builtins as _py
 import inspect as _inspect
@@ -20,9 +22,9 @@ import warnings as _warnings
 
 import numpy as _np
 
+from .. import functional as _functional
 from ..array import Array
-from ..functional import (grad, hessian, hvp, jacobian, trace_of,
-                          value_and_grad)
+from ..functional import hvp, trace_of
 from ..pytree import flatten as _flatten, unflatten as _unflatten
 from ..trace import checked
 from ..value import Value
@@ -38,6 +40,29 @@ __all__ = ["grad", "value_and_grad", "elementwise_grad", "jacobian",
            "tensor_jacobian_product", "vector_jacobian_product",
            "make_ggnvp", "grad_named", "multigrad_dict", "checkpoint", "holomorphic_grad",
            "primitive", "dict", "isinstance", "list", "tuple", "type"]
+
+
+# pyautodiff's operators under autograd's parameter names (fun, not f)
+
+def grad(fun, argnum=0):
+    """The gradient of scalar fun in argument argnum (ad.grad)."""
+    return _functional.grad(fun, argnum)
+
+
+def value_and_grad(fun, argnum=0):
+    """g(*args) -> (fun(*args), its gradient) (ad.value_and_grad)."""
+    return _functional.value_and_grad(fun, argnum)
+
+
+def jacobian(fun, argnum=0):
+    """fun's Jacobian, of shape fun's output's + the argument's
+    (ad.jacobian)."""
+    return _functional.jacobian(fun, argnum)
+
+
+def hessian(fun, argnum=0):
+    """The Hessian of scalar fun, exact (ad.hessian)."""
+    return _functional.hessian(fun, argnum)
 
 
 def deriv(fun, argnum=0):

@@ -23,29 +23,46 @@ autograd's conventions:
     defjvp_argnums(f, jvpmaker)   jvpmaker(argnums, gs, ans, args, kwargs)
     def_linear(f)                 f is linear in each argument (its jvps)
 
+The rules live where autograd keeps them: ``primitive_vjps[f]`` and
+``primitive_jvps[f]`` (also in autograd.core) hold a primitive's rules in
+their joint forms (defvjp_argnums's and defjvp_argnums's); assigning or
+popping there is defining or removing them.
+
 A ``None`` rule says the argument has no derivative (a zero, as autograd
 reads it).  An argument that the derivative needs but no rule covers
 raises NotImplementedError naming the primitive and the argument: a
 missing rule is never taken for a zero.
 
-The rules are called on plain numbers, so a primitive has first
-derivatives; a second derivative through one raises NotImplementedError
-(pyautodiff's custom ops have first-order rules).  A primitive returns
-one float or array (autograd's boxes of tuples are not there).  There are
-no Box or VSpace classes: Values and Arrays are the boxes, and pytrees
-(pyautodiff.pytree) the vector spaces.
+The rules are called on plain numbers at first order and on traced
+values inside another derivative, so a primitive whose rules use NumPy
+on their arguments has derivatives of every order, as in autograd.  A
+primitive returns one float or array (autograd's boxes of tuples are not
+there).  There is no Box class: Values and Arrays are the boxes.
+``vspace(x)`` is the vector space of x (a float, an array or a nest of
+them), as autograd's.
 """
 import functools
+import weakref
 
 import numpy as np
 
 from .. import array as _array
 from ..extern import custom_op
 from ..value import Value
+from ._vspace import VSpace, vspace  # noqa: F401  (autograd.extend's names)
 
 __all__ = ["primitive", "notrace_primitive", "defvjp", "defvjp_argnum",
            "defvjp_argnums", "defjvp", "defjvp_argnum", "defjvp_argnums",
-           "def_linear"]
+           "def_linear", "vspace", "VSpace"]
+
+# The rules of each primitive, keyed by it: primitive_vjps[f](argnums, ans,
+# args, kwargs) -> (g -> one cotangent per argnum); primitive_jvps[f](argnums,
+# gs, ans, args, kwargs) -> the output's tangent.  Weak keys: a primitive
+# made on the fly (checkpoint's) goes with its rules.  A rule must not hold
+# its own primitive (or the entry would live for ever): rules reach the raw
+# function, f.fun.
+primitive_vjps = weakref.WeakKeyDictionary()
+primitive_jvps = weakref.WeakKeyDictionary()
 
 
 def _traced(x):
@@ -60,32 +77,17 @@ def _name(f):
     return getattr(f, "__name__", repr(f))
 
 
-class _Rules:
-    """A primitive's registered derivatives, each in its joint form:
-    vjp(argnums, ans, args, kwargs) -> (g -> one cotangent per argnum),
-    jvp(argnums, gs, ans, args, kwargs) -> the output's tangent."""
-
-    __slots__ = ("name", "vjp", "jvp")
-
-    def __init__(self, name):
-        self.name = name
-        self.vjp = None
-        self.jvp = None
-
-
 def primitive(f_raw):
     """f_raw as an op of its own: see the module's docstring."""
-    rules = _Rules(_name(f_raw))
-
     @functools.wraps(f_raw)
     def f_wrapped(*args, **kwargs):
         traced = [k for k, x in enumerate(args) if _traced(x)]
         if not traced:
             return f_raw(*args, **kwargs)
-        return _record(f_raw, rules, args, kwargs, traced)
+        return _record(f_wrapped, args, kwargs, traced)
 
     f_wrapped.fun = f_raw
-    f_wrapped._rules = rules
+    f_wrapped._is_autograd_primitive = True
     return f_wrapped
 
 
@@ -143,8 +145,8 @@ class _Layout:
         return [np.concatenate([np.reshape(ct, -1) for ct in cts])]
 
 
-def _record(f_raw, rules, args, kwargs, traced):
-    name = rules.name
+def _record(f, args, kwargs, traced):
+    f_raw, name = f.fun, _name(f.fun)
     layout = _Layout(args, traced)
 
     def forward(*values):
@@ -158,11 +160,12 @@ def _record(f_raw, rules, args, kwargs, traced):
 
     def vjp(g, ans, *values):
         full = layout.full_args(values)
-        if rules.vjp is None:
+        rule = primitive_vjps.get(f)
+        if rule is None:
             raise _undefined(name, "VJP", traced, "defvjp")
         if np.ndim(g) == 0 and not _traced(g):
             g = float(g)          # (a traced one is a derivative's, nested)
-        cts = list(rules.vjp(tuple(traced), ans, full, kwargs)(g))
+        cts = list(rule(tuple(traced), ans, full, kwargs)(g))
         if len(cts) != len(traced):
             raise ValueError(f"the VJP of {name} gave {len(cts)} cotangents for "
                              f"arguments {', '.join(map(str, traced))}")
@@ -179,10 +182,11 @@ def _record(f_raw, rules, args, kwargs, traced):
                   if _traced(t) or np.any(t)]
         if not moving:
             return np.zeros(np.shape(ans))
-        if rules.jvp is None:
+        rule = primitive_jvps.get(f)
+        if rule is None:
             raise _undefined(name, "JVP", [k for k, _ in moving], "defjvp")
         argnums, gs = zip(*moving)
-        out = rules.jvp(argnums, list(gs), ans, full, kwargs)
+        out = rule(argnums, list(gs), ans, full, kwargs)
         if np.shape(ans) != () and np.ndim(out) == 0:
             return out * np.ones(np.shape(ans))
         return out
@@ -212,19 +216,26 @@ def _undefined(name, kind, argnums, how):
 
 # -- registering rules -------------------------------------------------------------
 
-def _rules_of(fun, who):
-    rules = getattr(fun, "_rules", None)
-    if not isinstance(rules, _Rules):
+def _raw(fun, who):
+    """The function a primitive wraps (the rules reach fun through it, not
+    through the primitive: see primitive_vjps)."""
+    if not getattr(fun, "_is_autograd_primitive", False):
         raise TypeError(f"{who} needs a function made by primitive(), "
                         f"got {_name(fun)}")
-    return rules
+    return fun.fun
 
 
 def _zero_like(x):
     return 0.0 if np.ndim(x) == 0 else np.zeros(np.shape(x))
 
 
-def _per_argnum(fun, makers, argnums, who):
+def _per_argnum(fun, makers, kwargs, who):
+    """{argnum: rule} from the rules and the keyword argnums (autograd's
+    only keyword; any other is a mistake, not ignored)."""
+    argnums = kwargs.pop("argnums", None)
+    if kwargs:
+        raise TypeError(f"{who}() got an unexpected keyword argument "
+                        f"{next(iter(kwargs))!r}")
     argnums = range(len(makers)) if argnums is None else tuple(argnums)
     table = dict(zip(argnums, makers))
     for k, maker in table.items():
@@ -234,84 +245,86 @@ def _per_argnum(fun, makers, argnums, who):
     return table
 
 
-
-
-def defvjp(fun, *vjpmakers, argnums=None):
+def defvjp(fun, *vjpmakers, **kwargs):
     """vjpmakers[i](ans, *args, **kwargs) -> vjp for argument argnums[i]
-    (argnums defaults to 0, 1, ...); None: that argument has no
+    (the keyword argnums defaults to 0, 1, ...); None: that argument has no
     derivative.  Replaces the primitive's earlier VJP rules."""
-    rules = _rules_of(fun, "defvjp")
-    table = _per_argnum(fun, vjpmakers, argnums, "defvjp")
+    name = _name(_raw(fun, "defvjp"))
+    table = _per_argnum(fun, vjpmakers, kwargs, "defvjp")
     if "same" in table.values():
-        raise TypeError(f"defvjp({rules.name}): 'same' is a JVP rule")
+        raise TypeError(f"defvjp({name}): 'same' is a JVP rule")
 
     def joint(argnums, ans, args, kwargs):
         vjps = []
         for k in argnums:
             if k not in table:
-                raise _undefined(rules.name, "VJP", [k], "defvjp")
+                raise _undefined(name, "VJP", [k], "defvjp")
             maker = table[k]
             zero = _zero_like(args[k])
             vjps.append((lambda g, z=zero: z) if maker is None
                         else maker(ans, *args, **kwargs))
         return lambda g: [vjp(g) for vjp in vjps]
-    rules.vjp = joint
+    primitive_vjps[fun] = joint
 
 
 def defvjp_argnum(fun, vjpmaker):
     """vjpmaker(argnum, ans, args, kwargs) -> vjp for that argument."""
-    rules = _rules_of(fun, "defvjp_argnum")
+    _raw(fun, "defvjp_argnum")
 
     def joint(argnums, ans, args, kwargs):
         vjps = [vjpmaker(k, ans, args, kwargs) for k in argnums]
         return lambda g: [vjp(g) for vjp in vjps]
-    rules.vjp = joint
+    primitive_vjps[fun] = joint
 
 
 def defvjp_argnums(fun, vjpmaker):
     """vjpmaker(argnums, ans, args, kwargs) -> (g -> one cotangent per
     argnum)."""
-    _rules_of(fun, "defvjp_argnums").vjp = vjpmaker
+    _raw(fun, "defvjp_argnums")
+    primitive_vjps[fun] = vjpmaker
 
 
-def defjvp(fun, *jvpfuns, argnums=None):
+def defjvp(fun, *jvpfuns, **kwargs):
     """jvpfuns[i](g, ans, *args, **kwargs) -> the output's tangent for a
-    tangent g of argument argnums[i]; None: no derivative; 'same': fun
-    itself applied with g in the argument's place (fun is linear in it)."""
-    rules = _rules_of(fun, "defjvp")
-    table = _per_argnum(fun, jvpfuns, argnums, "defjvp")
+    tangent g of argument argnums[i] (the keyword argnums defaults to 0, 1,
+    ...); None: no derivative; 'same': fun itself applied with g in the
+    argument's place (fun is linear in it)."""
+    raw = _raw(fun, "defjvp")
+    name = _name(raw)
+    table = _per_argnum(fun, jvpfuns, kwargs, "defjvp")
 
     def one(k, g, ans, args, kwargs):
         if k not in table:
-            raise _undefined(rules.name, "JVP", [k], "defjvp")
+            raise _undefined(name, "JVP", [k], "defjvp")
         rule = table[k]
         if rule is None:
             return _zero_like(ans)
         if rule == "same":
-            return fun.fun(*_replaced(args, k, g), **kwargs)
+            return raw(*_replaced(args, k, g), **kwargs)
         return rule(g, ans, *args, **kwargs)
 
-    rules.jvp = lambda argnums, gs, ans, args, kwargs: _summed(
+    primitive_jvps[fun] = lambda argnums, gs, ans, args, kwargs: _summed(
         one(k, g, ans, args, kwargs) for k, g in zip(argnums, gs))
 
 
 def defjvp_argnum(fun, jvpmaker):
     """jvpmaker(argnum, g, ans, args, kwargs) -> the output's tangent."""
-    rules = _rules_of(fun, "defjvp_argnum")
-    rules.jvp = lambda argnums, gs, ans, args, kwargs: _summed(
+    _raw(fun, "defjvp_argnum")
+    primitive_jvps[fun] = lambda argnums, gs, ans, args, kwargs: _summed(
         jvpmaker(k, g, ans, args, kwargs) for k, g in zip(argnums, gs))
 
 
 def defjvp_argnums(fun, jvpmaker):
     """jvpmaker(argnums, gs, ans, args, kwargs) -> the output's tangent."""
-    _rules_of(fun, "defjvp_argnums").jvp = jvpmaker
+    _raw(fun, "defjvp_argnums")
+    primitive_jvps[fun] = jvpmaker
 
 
 def def_linear(fun):
     """fun is linear in each of its arguments: its JVPs are fun itself."""
-    rules = _rules_of(fun, "def_linear")
-    rules.jvp = lambda argnums, gs, ans, args, kwargs: _summed(
-        fun.fun(*_replaced(args, k, g), **kwargs) for k, g in zip(argnums, gs))
+    raw = _raw(fun, "def_linear")
+    primitive_jvps[fun] = lambda argnums, gs, ans, args, kwargs: _summed(
+        raw(*_replaced(args, k, g), **kwargs) for k, g in zip(argnums, gs))
 
 
 def _replaced(args, k, value):

@@ -14,6 +14,7 @@ module's own helpers keep private names: a public one would shadow NumPy's
 turn a plain call of a loss into an Array).
 """
 import builtins as _builtins
+import inspect as _inspect
 
 import numpy as _np
 from numpy import *          # noqa: F401,F403  NumPy's namespace
@@ -25,48 +26,47 @@ from ._lists import _holds_traced, lift_namespace as _lift_namespace, \
 # from here on, NumPy's names (any, sum, max ...) shadow the builtins
 
 
-def array(obj, *args, **kwargs):
+def array(A, *args, **kwargs):
     """numpy.array, or for a (nested) list holding Values or Arrays, the
     traced array they stack into."""
-    if _holds_traced(obj):
-        return _stacked(obj)
-    return _np.array(obj, *args, **kwargs)
+    if _holds_traced(A):
+        return _stacked(A)
+    return _np.array(A, *args, **kwargs)
 
 
-def asarray(obj, *args, **kwargs):
+def asarray(a, *args, **kwargs):
     """numpy.asarray, or for a (nested) list holding Values or Arrays, the
     traced array they stack into (a traced value itself is returned as it
     is)."""
-    if isinstance(obj, (list, tuple)) and _holds_traced(obj):
-        return _stacked(obj)
-    if _holds_traced(obj) and not args and kwargs.get("dtype") is None:
-        return obj                  # autograd's asarray of a box is the box
-    return _np.asarray(obj, *args, **kwargs)
+    if isinstance(a, (list, tuple)) and _holds_traced(a):
+        return _stacked(a)
+    if _holds_traced(a) and not args and kwargs.get("dtype") is None:
+        return a                    # autograd's asarray of a box is the box
+    return _np.asarray(a, *args, **kwargs)
 
+
+asarray.__signature__ = _inspect.signature(_np.asarray)   # (it takes np.asarray's arguments)
 
 # np.r_[a, b] and np.c_[a, b] of traced pieces: one traced Array (NumPy's
 # own r_ and c_ are objects that no dispatch reaches)
 from ...numpy_shapes import r_, c_  # noqa: E402,F811
 
 
-def where(*args, **kwargs):
-    """numpy.where, which also takes condition, x and y by keyword as
-    autograd's does (NumPy's takes them by position only)."""
-    names = ("condition", "x", "y")
-    if len(args) > 3:
-        raise TypeError(f"where() takes at most 3 arguments ({len(args)} given)")
-    bound = dict(zip(names, args))
+def where(condition, *args, **kwargs):
+    """numpy.where, which also takes x and y by keyword as autograd's does
+    (NumPy's takes them by position only)."""
+    if len(args) > 2:
+        raise TypeError(f"where() takes at most 3 arguments ({len(args) + 1} given)")
+    chosen = dict(zip(("x", "y"), args))
     for name, value in kwargs.items():
-        if name not in names:
+        if name not in ("x", "y"):
             raise TypeError(f"where() got an unexpected keyword argument {name!r}")
-        if name in bound:
+        if name in chosen:
             raise TypeError(f"where() got multiple values for argument {name!r}")
-        bound[name] = value
-    if "condition" not in bound:
-        raise TypeError("where() missing its argument 'condition'")
-    if ("x" in bound) != ("y" in bound):
+        chosen[name] = value
+    if len(chosen) == 1:
         raise ValueError("either both or neither of x and y should be given")
-    return _np.where(*(bound[name] for name in names if name in bound))
+    return _np.where(condition, *(chosen[name] for name in ("x", "y") if name in chosen))
 
 
 def make_diagonal(D, offset=0, axis1=0, axis2=1):

@@ -73,6 +73,7 @@ class LiftingUfunc:
 
     def __init__(self, ufunc):
         self._ufunc = ufunc
+        self.__wrapped__ = ufunc        # (its signature is the ufunc's)
         self.__name__ = ufunc.__name__
         self.__doc__ = ufunc.__doc__
 

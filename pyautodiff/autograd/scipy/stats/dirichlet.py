@@ -6,7 +6,7 @@ pdf = _distribution.pdf
 logpdf = _distribution.logpdf
 
 
-def rvs(alpha, size=None, random_state=None):
+def rvs(alpha, size=1, random_state=None):
     """scipy.stats.dirichlet.rvs: samples, of plain parameters (a sample
     has no derivative in alpha here)."""
     from ...extend import _traced
