@@ -284,3 +284,23 @@ def test_scipys_own_functions_refuse_arrays():
     for fn in (lambda x: sl.solve_triangular(x, np.ones(N)), sl.sqrtm, sl.cho_factor):
         with pytest.raises((ValueError, TypeError, ad.DetachWarning)):
             ad.grad(lambda x: np.sum(fn(x)))(a)
+
+
+def test_eigenvalue_and_singular_value_functions_where_they_coincide():
+    """scipy's eigvalsh, eigh and svdvals share numpy.linalg's rules:
+    exact second derivatives where eigenvalues (singular values)
+    coincide."""
+    x = np.diag([2.0, 2.0, 5.0])
+
+    def upper(a):
+        return np.triu(a) + np.triu(a, 1).T
+    for f, oracle in (
+            (lambda a: np.sum(ours.eigvalsh(a, lower=False) ** 3),
+             lambda a: np.trace(upper(a) @ upper(a) @ upper(a))),
+            (lambda a: np.sum(ours.eigh(a, eigvals_only=True) ** 2),
+             lambda a: np.sum((np.tril(a) + np.tril(a, -1).T) ** 2)),
+            (lambda a: np.sum(ours.svdvals(a) ** 4), lambda a: np.sum((a.T @ a) ** 2)),
+            (lambda a: np.sum(ours.svd(a, compute_uv=False) ** 2), lambda a: np.sum(a ** 2))):
+        expected = ad.hessian(oracle)(x)
+        np.testing.assert_allclose(ad.hessian(f)(x), expected, atol=1e-12)
+        np.testing.assert_allclose(ad.jacobian(ad.grad(f))(x), expected, atol=1e-12)
