@@ -381,7 +381,9 @@ def _real_eig(x):
 
 def eig(a):
     """Eigenvalues and unit eigenvectors of a matrix whose eigenvalues are
-    real (complex ones raise TypeError)."""
+    real (complex ones raise TypeError).  Where eigenvalues coincide, the
+    gradient splits their share evenly (as eigh's); where the matrix is
+    defective there (its eigenvectors do not span), no rule holds: NaN."""
     a = _asarray(a)
     _square("numpy.linalg.eig", a)
     n = a.shape[-1]
@@ -389,13 +391,24 @@ def eig(a):
     def parts(x):
         return _decomposed(_real_eig, eig, x)
 
+    def checked(x):
+        """Where the eigenvalues of x coincide, and a NaN for each matrix of
+        the stack that is defective (0.0 for the others), on values."""
+        w, u = parts(x._d if isinstance(x, Array) else x)
+        tied = spectral.coinciding(w, n)
+        return tied, np.where(spectral.defective(u, tied), np.nan, 0.0)
+
     def w_vjp(g, out, x):
         u = parts(x)[1]
-        return la.solve(T(u), g[..., :, None] * T(u))
+        tied, bad = checked(x)
+        g = spectral.cluster_mean(tied, g)
+        return la.solve(T(u), g[..., :, None] * T(u)) + bad[..., None, None]
 
     def w_jvp(t, out, x):
         u = parts(x)[1]
-        return np.sum(T(la.solve(u, t @ u)) * np.eye(n), axis=-1)
+        tied, bad = checked(x)
+        t = np.sum(T(la.solve(u, t @ u)) * np.eye(n), axis=-1)
+        return spectral.cluster_mean(tied, t) + bad[..., None]
 
     def v_vjp(g, out, x):
         w, u = parts(x)
@@ -404,12 +417,12 @@ def eig(a):
         c = ut @ g
         # the unit norm of each eigenvector: its component along itself
         r = f * c - f * ((ut @ u) @ (c * np.eye(n)))
-        return la.solve(ut, r @ ut)
+        return la.solve(ut, r @ ut) + checked(x)[1][..., None, None]
 
     def v_jvp(t, out, x):
         w, u = parts(x)
         m = u @ (_gaps(w) * la.solve(u, t @ u))
-        return m - u * np.sum(u * m, axis=-2)[..., None, :]
+        return m - u * np.sum(u * m, axis=-2)[..., None, :] + checked(x)[1][..., None, None]
 
     return _EIG(_unary("numpy.linalg.eig", lambda x: parts(x)[0], w_vjp, w_jvp, a,
                        _VECTORS),

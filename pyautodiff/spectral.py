@@ -52,6 +52,9 @@ la = np.linalg
 # eps times the dimension times the largest of them of the exact ones:
 # two that are closer than that are the same number.
 _ROUNDING = 8 * np.finfo(np.float64).eps
+# eigenvectors whose matrix has a singular value below this have lost
+# half their digits to dependence (a Jordan block: see defective)
+_DEPENDENT = np.sqrt(np.finfo(np.float64).eps)
 
 
 def T(x):
@@ -119,6 +122,17 @@ def cluster_mean(C, v):
     """v's mean over each cluster, at each of its members (values or an
     Array; C / k is symmetric, so this is its own adjoint)."""
     return (C / np.sum(C, axis=-1, keepdims=True) @ v[..., None])[..., 0]
+
+
+def defective(u, C):
+    """Per matrix of the stack: whether the unit eigenvectors u of a
+    cluster are dependent (their least singular value below sqrt(eps)),
+    as at a Jordan block: there the eigenvalues have no derivatives, and
+    rules built on the eigenvectors give wrong numbers."""
+    bad = np.zeros(C.shape[:-2], dtype=bool)
+    for index, members in groups(C):
+        bad[index] |= la.svd(u[index][:, members], compute_uv=False)[-1] < _DEPENDENT
+    return bad
 
 
 def divided(g, lam, C):

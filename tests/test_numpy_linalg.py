@@ -495,6 +495,28 @@ def test_a_recording_of_a_gradient_holds_only_where_the_same_eigenvalues_coincid
         np.testing.assert_allclose(again.jacobian(x), ad.hessian(oracle)(x), atol=1e-12)
 
 
+def test_eig_at_a_defective_matrix_is_nan():
+    """tr(A^2) = sum of eig's eigenvalues squared has the gradient 2 A^T
+    everywhere, but at a Jordan block the eigenvectors do not span, and
+    eig's rules cannot give it: NaN, not a wrong number."""
+    def f(x):
+        return np.sum(la.eigvals(x) ** 2)
+    jordan = np.array([[1.0, 1.0], [0.0, 1.0]])
+    assert np.isnan(ad.grad(f)(jordan)).all()
+    assert np.isnan(ad.jvp(f)(jordan, np.eye(2))[1])
+    assert np.isnan(ad.grad(lambda x: np.sum(la.eig(x)[1] ** 2))(jordan)).all()
+    batch = np.stack([jordan, np.array([[1.0, 1.0], [0.0, 2.0]])])
+    g = ad.grad(lambda x: np.sum(la.eigvals(x) ** 2))(batch)
+    assert np.isnan(g[0]).all()
+    np.testing.assert_allclose(g[1], 2 * batch[1].T, atol=1e-12)
+    # diagonalizable with a repeated eigenvalue: exact
+    s = np.random.default_rng(0).normal(size=(3, 3))
+    x = s @ np.diag([1.0, 1.0, 2.0]) @ la.inv(s)
+    np.testing.assert_allclose(ad.grad(f)(x), 2 * x.T, rtol=1e-10, atol=1e-10)
+    # ... but no second derivative: the eigenvalues of a perturbation may not be real
+    assert np.isnan(ad.hessian(f)(np.eye(2))).all()
+
+
 def test_determinants_and_norms_where_eigenvalues_coincide():
     # log det's Hessian: -tr(X^-1 E X^-1 E), at I -delta_il delta_jk
     expected = -np.einsum("il,jk->ijkl", np.eye(3), np.eye(3))

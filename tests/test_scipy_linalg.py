@@ -287,9 +287,9 @@ def test_scipys_own_functions_refuse_arrays():
 
 
 def test_eigenvalue_and_singular_value_functions_where_they_coincide():
-    """scipy's eigvalsh, eigh and svdvals share numpy.linalg's rules:
-    exact second derivatives where eigenvalues (singular values)
-    coincide."""
+    """scipy's eigvalsh, eigh, svdvals and eigvals share numpy.linalg's
+    rules: exact second derivatives where eigenvalues (singular values)
+    coincide, NaN at a defective matrix."""
     x = np.diag([2.0, 2.0, 5.0])
 
     def upper(a):
@@ -304,3 +304,5 @@ def test_eigenvalue_and_singular_value_functions_where_they_coincide():
         expected = ad.hessian(oracle)(x)
         np.testing.assert_allclose(ad.hessian(f)(x), expected, atol=1e-12)
         np.testing.assert_allclose(ad.jacobian(ad.grad(f))(x), expected, atol=1e-12)
+    jordan = np.array([[1.0, 1.0], [0.0, 1.0]])
+    assert np.isnan(ad.grad(lambda a: np.sum(ours.eigvals(a) ** 2))(jordan)).all()
