@@ -156,10 +156,13 @@ def adapted(M, C):
 
 # -- whose eigenvalues: the spectra the rules take ---------------------------------
 # A spectrum E names the symmetric matrix whose eigenvalues lam (ascending)
-# and eigenvectors W the rules use, as functions of the operand x: lift(t)
-# (x's tangent to that matrix's), project (lift's adjoint: to x's
-# cotangent), embed (the output's cotangent to lam's; embed_adjoint its
-# adjoint) and extract (lam's tangent to the output's).
+# and eigenvectors W the rules use, as functions of the operand x:
+# decompose(x) -> (lam, W, clusters), coincide(values) (whether any
+# eigenvalues that matter coincide), lift(t) (x's tangent to that
+# matrix's), project (lift's adjoint: to x's cotangent), embed (the
+# output's cotangent to lam's; embed_adjoint its adjoint), extract (lam's
+# tangent to the output's), slope_plan (how to take the limits) and
+# pattern (coincide's comparisons, for a guard).
 
 class Symmetric:
     """eigh's: the symmetric matrix whose UPLO triangle (of x) NumPy reads."""
@@ -170,8 +173,9 @@ class Symmetric:
             np.triu(np.ones((n, n)), 1)
         self._decompose = decompose     # x -> (w, v), traced for an Array
 
-    def clusters(self, x):
-        return coinciding(self._decompose(x)[0], self.size)
+    def coincide(self, x):
+        """Whether any eigenvalues of x (values) coincide."""
+        return self.n > 1 and not np.all(self.pattern(self._decompose(x)[0]))
 
     def decompose(self, x):
         w, v = self._decompose(x)
@@ -191,10 +195,6 @@ class Symmetric:
 
     embed_adjoint = extract = embed
 
-    def matters(self, C):
-        """Whether any eigenvalues coincide."""
-        return bool(np.any(C & ~np.eye(self.n, dtype=bool)))
-
     def slope_plan(self, C):
         """(d, R): along d, g's tangent dg gives the limits, R dg: along e_a
         - e_b for two members a, b of each cluster, (dg_a - dg_b) / 2 =
@@ -208,8 +208,8 @@ class Symmetric:
         return d, R
 
     def pattern(self, w):
-        """Which neighbours (of w, ascending) are apart, as recorded
-        comparisons (coinciding's test)."""
+        """Which neighbours (of w, ascending) are apart: coinciding's test,
+        on values or as recorded comparisons of an Array."""
         tol = _ROUNDING * self.size * np.max(np.abs(w), axis=-1, keepdims=True)
         return (w[..., 1:] - w[..., :-1]) > tol
 
@@ -233,8 +233,11 @@ class Singular:
         batch = np.shape(_values(s))[:-1]
         return _joined([-s, np.zeros(batch + (self.e,)), s[..., ::-1]], -1)
 
-    def clusters(self, x):
-        return coinciding(self._eigenvalues(self._reduced(x)[1]), self.size)
+    def coincide(self, x):
+        """Whether singular values of x (values) coincide or are zero (the
+        |m-n| zeros coinciding among themselves stand for none)."""
+        apart, nonzero = self.pattern(self._reduced(x)[1])
+        return self.k > 0 and not (np.all(apart) and np.all(nonzero))
 
     def decompose(self, x):
         u, s, vt = self._reduced(x)
@@ -279,14 +282,6 @@ class Singular:
         """The tangents of +s."""
         return t[..., self.k + self.e:][..., ::-1]
 
-    def matters(self, C):
-        """Whether singular values coincide or are zero (the |m-n| zeros
-        coinciding among themselves stand for no singular value)."""
-        off = C & ~np.eye(self.size, dtype=bool)
-        k, e = self.k, self.e
-        off[..., k:k + e, k:k + e] = False
-        return bool(np.any(off))
-
     def _singular(self, p):
         """The singular value at eigenvalue position p and its sign (+1 or
         -1; None for one of the |m-n| zeros)."""
@@ -323,8 +318,9 @@ class Singular:
 
     def pattern(self, s):
         """Which neighbours (of s, descending) are apart and which are not
-        zero, as recorded comparisons (coinciding's test: the smallest s
-        meets -s across 2 s, or the |m-n| zeros across s)."""
+        zero: coinciding's test on the eigenvalues (the smallest s meets -s
+        across 2 s, or the |m-n| zeros across s), on values or as recorded
+        comparisons of an Array."""
         tol = _ROUNDING * self.size * np.max(s, axis=-1, keepdims=True)
         return (s[..., :-1] - s[..., 1:]) > tol, (1.0 if self.e else 2.0) * s > tol
 
@@ -335,7 +331,7 @@ def cotangent(E, g, x, plain=None):
     """The gradient through the eigenvalues (vjp), on values or Arrays: W
     diag(g) W^T, g's mean on each cluster; plain(g, x) where none
     coincide."""
-    if plain is not None and not E.matters(E.clusters(_values(x))):
+    if plain is not None and not E.coincide(_values(x)):
         return plain(g, x)
     lam, W, C = E.decompose(x)
     return E.project((W * cluster_mean(C, E.embed(g))[..., None, :]) @ T(W))
@@ -345,7 +341,7 @@ def tangent(E, t, x, plain):
     """The eigenvalues' tangents (jvp) along t, on values: in the basis
     adapted to t where they coincide (their one-sided derivatives, as the
     eigenvalues of x + e t for e -> 0+); plain(t, x) where none do."""
-    if not E.matters(E.clusters(x)):
+    if not E.coincide(x):
         return plain(t, x)
     lam, W, C = E.decompose(x)
     M = T(W) @ E.lift(t) @ W
@@ -356,10 +352,10 @@ def tangent(E, t, x, plain):
 def nested_tangent(E, t, out, x, plain):
     """tangent recorded (on Arrays): the adapted basis is a constant
     rotation of the traced eigenvectors."""
-    lam, W, C = E.decompose(x._d)
     _guard(E, out)
-    if not E.matters(C):
+    if not E.coincide(x._d):
         return plain(t, x)
+    lam, W, C = E.decompose(x._d)
     U = adapted(T(W) @ E.lift(_values(t)) @ W, C)
     Wa = E.decompose(x)[1] @ U
     return E.extract(np.sum(Wa * (E.lift(t) @ Wa), axis=-2))
@@ -387,10 +383,10 @@ def nested_cotangent(E, g, out, x, plain, record):
     out the eigenvalues' node): plain(g, x) where none coincide; else the
     spectral map of x and (g, the limits), which record(name, forward,
     vjp, jvp, operands) records (linalg._record)."""
-    lam, W, C = E.decompose(x._d)
     _guard(E, out)
-    if not E.matters(C):
+    if not E.coincide(x._d):
         return plain(g, x)
+    C = E.decompose(x._d)[2]
     g = g if isinstance(g, Array) else np.broadcast_to(g, out.shape)
     return spectral_map(E, x, _joined([g, _limits(E, g, out, C)], -1), record)
 
