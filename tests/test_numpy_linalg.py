@@ -417,6 +417,21 @@ def test_second_derivatives_of_singular_value_functions_where_they_coincide(fn, 
         np.testing.assert_allclose(h, want, rtol=1e-12, atol=1e-12, err_msg=how)
 
 
+@pytest.mark.parametrize("point", ["ties to rounding", "tall, rank deficient"])
+def test_a_non_polynomial_singular_value_function_against_central_differences(point):
+    """sum log(1 + s^2): the Hessian where singular values coincide, or
+    are zero, against central differences of the gradient."""
+    def f(x):
+        return np.sum(np.log1p(la.svdvals(x) ** 2))
+    x = SINGULAR_COINCIDING[point]
+    n = x.size
+    g, h = ad.grad(f), 1e-5
+    central = np.stack([(g(x + h * e) - g(x - h * e)) / (2 * h)
+                        for e in np.eye(n).reshape((n,) + x.shape)]).reshape(n, n)
+    for hess in (ad.hessian(f)(x), ad.jacobian(ad.grad(f))(x)):
+        np.testing.assert_allclose(hess.reshape(n, n), central, rtol=1e-7, atol=1e-8)
+
+
 def test_third_order_of_eigenvalue_functions(rng):
     """Exact at distinct eigenvalues; where they coincide the third order
     (and a second order taken as a derivative of a jvp) is NaN, as the
