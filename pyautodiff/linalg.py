@@ -7,9 +7,12 @@ ndarrays (the C sweeps) they are NumPy's; on Arrays (a derivative inside
 a derivative) they dispatch back here and record, so the rules
 differentiate again.  The derivative conventions are HIPS autograd's:
 eigh's gradient lives on the triangle it reads (UPLO), cholesky's is
-symmetric, svd's that of the reduced factors."""
+symmetric, svd's that of the reduced factors.  The rules of eigh's
+eigenvalues and svd's singular values are spectral.py's, which hold where
+they coincide."""
 import numpy as np
 
+from . import spectral
 from .array import Array, _asarray, _constant_result, _detached, normalize_axis_tuple
 from .broadcasting import unbroadcast
 from .extern import ExternRule, record_extern
@@ -73,23 +76,46 @@ class _Rule(ExternRule):
                 for f, x, need, lo, hi in zip(first, inputs, needs, ends[:-1], ends[1:])]
 
 
-def _record(name, forward, vjp, jvp, operands, sparsity=None):
+class _SecondRule(_Rule):
+    """A _Rule whose second-order step is a function of its own:
+    second(g, dg, out, inputs, tangents, needs) -> the tangents of the
+    cotangents (spectral.py's, which differentiating the vjp would not
+    give where eigenvalues coincide)."""
+
+    __slots__ = ("second",)
+
+    def cotangent_tangents(self, g, dg, out, inputs, tangents, needs):
+        return self.second(np.asarray(g, dtype=np.float64),
+                           np.asarray(dg, dtype=np.float64), out, inputs, tangents, needs)
+
+
+def _record(name, forward, vjp, jvp, operands, sparsity=None, nested_vjp=None,
+            nested_jvp=None, second=None):
     """forward(*values) recorded as one extern entry of the operands, with
     rules vjp(g, out, *inputs, needs) and jvp(tangents, out, *inputs)
     that serve both the C sweeps and nested derivatives.  forward is
     written with NumPy's functions, so that on Arrays it records.
     sparsity: its Jacobian's pattern (extern_patterns), None for every
-    output element on every operand element."""
+    output element on every operand element.  nested_vjp, nested_jvp:
+    other rules for nested derivatives (on Arrays); second: the
+    second-order step of _SecondRule."""
     ops = [_asarray(x) for x in operands]
     value = forward(*[x._d for x in ops])
     if recording_tape() is NO_GRAD:
         return _detached(value)
+    inner_vjp = nested_vjp or vjp
 
-    def nested_vjp(g, out, *inputs, needs):
-        return vjp(_lifted(g), out, *inputs, needs=needs)
+    def lifted_vjp(g, out, *inputs, needs):
+        return inner_vjp(_lifted(g), out, *inputs, needs=needs)
 
-    rule = _Rule(forward, vjp, name, takes_needs=True, jvp=jvp,
-                 nested=(nested_vjp, jvp), sparsity=sparsity)
+    nested = (lifted_vjp, nested_jvp or jvp)
+    if second is None:
+        rule = _Rule(forward, vjp, name, takes_needs=True, jvp=jvp, nested=nested,
+                     sparsity=sparsity)
+    else:
+        rule = _SecondRule(forward, vjp, name, takes_needs=True, jvp=jvp, nested=nested,
+                           sparsity=sparsity)
+        rule.second = second
     return record_extern(rule, ops, value)
 
 
@@ -98,6 +124,31 @@ def _unary(name, forward, vjp, jvp, a, sparsity=None):
     return _record(name, forward,
                    lambda g, out, x, needs: (vjp(g, out, x),),
                    lambda ts, out, x: jvp(ts[0], out, x), [a], sparsity)
+
+
+def _spectral(E, forward, a, sparsity, plain_vjp, plain_jvp):
+    """The entry of the eigenvalues (singular values) of E (spectral.py):
+    its rules hold where they coincide.  plain_vjp(g, out, x) and
+    plain_jvp(t, out, x): the recorded rules where none coincide."""
+    def nested_vjp(g, out, x, needs):
+        return (spectral.nested_cotangent(
+            E, g, out, x, lambda g, x: plain_vjp(g, out, x), _record),)
+
+    def nested_jvp(ts, out, x):
+        return spectral.nested_tangent(E, ts[0], out, x,
+                                       lambda t, x: plain_jvp(t, out, x))
+
+    def second(g, dg, out, inputs, tangents, needs):
+        return [spectral.second(E, g, dg, tangents[0], inputs[0])]
+
+    def vjp(g, out, x, needs):
+        return (spectral.cotangent(E, g, x, lambda g, x: plain_vjp(g, out, x)),)
+
+    def jvp(ts, out, x):
+        return spectral.tangent(E, ts[0], x, lambda t, x: plain_jvp(t, out, x))
+
+    return _record(E.name, forward, vjp, jvp, [a], sparsity, nested_vjp=nested_vjp,
+                   nested_jvp=nested_jvp, second=second)
 
 
 def _stacked(out_core):
@@ -255,12 +306,17 @@ def cholesky(a, upper=False):
 
 def _gaps(w, squared=False):
     """F[..., i, j] = 1 / (w_j - w_i) off the diagonal, 0 on it (with
-    squared, of w_j^2 - w_i^2)."""
+    squared, of w_j^2 - w_i^2); NaN where w_i and w_j coincide (to
+    rounding, spectral.coinciding): the eigenvectors' derivatives do not
+    exist there (1 / 0, or 1 / rounding errors)."""
     n = w.shape[-1]
+    tied = (spectral.coinciding(w._d if isinstance(w, Array) else w) &
+            ~np.eye(n, dtype=bool)).astype(np.float64)
     if squared:
         w = w * w
-    off = 1.0 - np.eye(n)
-    return off / (w[..., None, :] - w[..., :, None] + np.eye(n))
+    off = 1.0 - np.eye(n) - tied
+    return off / (w[..., None, :] - w[..., :, None] + np.eye(n) + tied) + \
+        np.where(tied > 0, np.nan, 0.0)
 
 
 _EIGH = type(la.eigh(np.eye(1)))
@@ -274,21 +330,16 @@ def eigh(a, UPLO="L"):
     a = _asarray(a)
     _square("numpy.linalg.eigh", a)
     n = a.shape[-1]
-    strict = np.tril(np.ones((n, n)), -1) if UPLO == "L" else np.triu(np.ones((n, n)), 1)
-    # its results on the triangle read only
-    triangle = [on_elements(strict + np.eye(n))]
-
-    def read(m):
-        """The adjoint of the symmetric matrix made from the triangle read."""
-        return m * np.eye(n) + (m + T(m)) * strict
-
-    def full(t):
-        """The symmetric matrix that the triangle read of t stands for."""
-        part = t * strict
-        return t * np.eye(n) + part + T(part)
 
     def parts(x):
         return _decomposed(la.eigh, eigh, x, UPLO=UPLO)
+
+    values = spectral.Symmetric("numpy.linalg.eigh", n, UPLO, parts)
+    # the symmetric matrix the triangle read of t stands for, and the
+    # gradient on that triangle (its adjoint)
+    full, read = values.lift, values.project
+    # its results on the triangle read only
+    triangle = [on_elements(values.strict + np.eye(n))]
 
     def w_vjp(g, out, x):
         v = parts(x)[1]
@@ -306,8 +357,8 @@ def eigh(a, UPLO="L"):
         w, v = parts(x)
         return v @ (_gaps(w) * (T(v) @ full(t) @ v))
 
-    return _EIGH(_unary("numpy.linalg.eigh", lambda x: parts(x)[0],
-                        w_vjp, w_jvp, a, blockwise(1, [2], triangle)),
+    return _EIGH(_spectral(values, lambda x: parts(x)[0], a, blockwise(1, [2], triangle),
+                           w_vjp, w_jvp),
                  _unary("numpy.linalg.eigh", lambda x: parts(x)[1],
                         v_vjp, v_jvp, a, blockwise(2, [2], triangle)))
 
@@ -330,7 +381,9 @@ def _real_eig(x):
 
 def eig(a):
     """Eigenvalues and unit eigenvectors of a matrix whose eigenvalues are
-    real (complex ones raise TypeError)."""
+    real (complex ones raise TypeError).  Where eigenvalues coincide, the
+    gradient splits their share evenly (as eigh's); where the matrix is
+    defective there (its eigenvectors do not span), no rule holds: NaN."""
     a = _asarray(a)
     _square("numpy.linalg.eig", a)
     n = a.shape[-1]
@@ -338,13 +391,24 @@ def eig(a):
     def parts(x):
         return _decomposed(_real_eig, eig, x)
 
+    def checked(x):
+        """Where the eigenvalues of x coincide, and a NaN for each matrix of
+        the stack that is defective (0.0 for the others), on values."""
+        w, u = parts(x._d if isinstance(x, Array) else x)
+        tied = spectral.coinciding(w, n)
+        return tied, np.where(spectral.defective(u, tied), np.nan, 0.0)
+
     def w_vjp(g, out, x):
         u = parts(x)[1]
-        return la.solve(T(u), g[..., :, None] * T(u))
+        tied, bad = checked(x)
+        g = spectral.cluster_mean(tied, g)
+        return la.solve(T(u), g[..., :, None] * T(u)) + bad[..., None, None]
 
     def w_jvp(t, out, x):
         u = parts(x)[1]
-        return np.sum(T(la.solve(u, t @ u)) * np.eye(n), axis=-1)
+        tied, bad = checked(x)
+        t = np.sum(T(la.solve(u, t @ u)) * np.eye(n), axis=-1)
+        return spectral.cluster_mean(tied, t) + bad[..., None]
 
     def v_vjp(g, out, x):
         w, u = parts(x)
@@ -353,12 +417,12 @@ def eig(a):
         c = ut @ g
         # the unit norm of each eigenvector: its component along itself
         r = f * c - f * ((ut @ u) @ (c * np.eye(n)))
-        return la.solve(ut, r @ ut)
+        return la.solve(ut, r @ ut) + checked(x)[1][..., None, None]
 
     def v_jvp(t, out, x):
         w, u = parts(x)
         m = u @ (_gaps(w) * la.solve(u, t @ u))
-        return m - u * np.sum(u * m, axis=-2)[..., None, :]
+        return m - u * np.sum(u * m, axis=-2)[..., None, :] + checked(x)[1][..., None, None]
 
     return _EIG(_unary("numpy.linalg.eig", lambda x: parts(x)[0], w_vjp, w_jvp, a,
                        _VECTORS),
@@ -398,9 +462,14 @@ def svd(a, full_matrices=True, compute_uv=True, hermitian=False):
         u, _, vt = parts(x)
         return np.sum(u * (t @ T(vt)), axis=-2)
 
-    s_entry = _unary("numpy.linalg.svd",
-                     lambda x: la.svd(x, compute_uv=False, hermitian=hermitian),
-                     s_vjp, s_jvp, a, _VECTORS)
+    def complete(x):
+        """All of u's (vh's) columns, on values: those beyond the reduced
+        factors stand for the |m-n| zero eigenvalues (spectral.Singular)."""
+        return _decomposed(la.svd, svd, x, full_matrices=True, hermitian=hermitian)
+
+    values = spectral.Singular("numpy.linalg.svd", m, n, parts, complete)
+    s_entry = _spectral(values, lambda x: la.svd(x, compute_uv=False, hermitian=hermitian),
+                        a, _VECTORS, s_vjp, s_jvp)
     if not compute_uv:
         return s_entry
 

@@ -279,6 +279,277 @@ def test_through_the_autograd_dropin(rng):
     np.testing.assert_allclose(pag.grad(f(pnp))(a), autograd.grad(f(anp))(a), rtol=1e-10)
 
 
+# -- where eigenvalues or singular values coincide -------------------------------------
+# Functions of the eigenvalues (singular values) alone are smooth there; the
+# oracles are the same functions written with matrix products, whose
+# derivatives do not go through any eigendecomposition.
+
+def _lower(x):
+    """The symmetric matrix eigh reads (its default lower triangle)."""
+    return np.tril(x) + np.swapaxes(np.tril(x, -1), -1, -2)
+
+
+def _rotation(n, seed):
+    return la.qr(np.random.default_rng(seed).normal(size=(n, n)))[0]
+
+
+def _similar(d, seed=0):
+    """A symmetric matrix with eigenvalues d, in a random basis (equal ones
+    coincide to rounding only)."""
+    q = _rotation(len(d), seed)
+    return q @ np.diag(d) @ q.T
+
+
+def _trace(x):
+    return np.sum(np.einsum("...ii->...", x))
+
+
+# name: (function of the eigenvalues, the same by matrix products)
+EIGENVALUE_FUNCTIONS = {
+    "trace": (lambda x: np.sum(la.eigvalsh(x)), lambda x: _trace(_lower(x))),
+    "squares": (lambda x: np.sum(la.eigvalsh(x) ** 2), lambda x: np.sum(_lower(x) ** 2)),
+    "cubes": (lambda x: np.sum(la.eigh(x)[0] ** 3),
+              lambda x: _trace(_lower(x) @ _lower(x) @ _lower(x))),
+    # phi not a sum over the eigenvalues: phi_ij != 0 between them
+    "not separable": (lambda x: np.sum(la.eigvalsh(x) ** 2) ** 2 + np.sum(la.eigvalsh(x)) ** 3,
+                      lambda x: np.sum(_lower(x) ** 2) ** 2 + _trace(_lower(x)) ** 3),
+}
+COINCIDING = {
+    "identity": np.eye(3),
+    "exact ties": np.diag([2.0, 2.0, 2.0, 5.0]),
+    "ties to rounding": _similar([1.0, 1.0, 2.0, 5.0]),
+    "all equal to rounding": _similar([3.0, 3.0, 3.0]),
+    "stack": np.stack([_similar([1.0, 1.0, 2.0]), _similar([1.0, 3.0, 2.0])]),
+}
+
+
+def _second_derivatives(f, x, v):
+    """f's Hessian by each way pyautodiff takes it, and its product with v."""
+    inside = []
+
+    def outer(y):           # a Hessian taken inside another derivative
+        inside.append(ad.hessian(f)(y).data)
+        return np.sum(y)
+    ad.grad(outer)(x)
+    return {"hessian": ad.hessian(f)(x), "recorded": ad.record(f, x).hessian(x),
+            "jacobian of grad": ad.jacobian(ad.grad(f))(x), "inside": inside[0],
+            "hvp": ad.hvp(f)(x, v),
+            "grad of grad": ad.grad(lambda y: np.sum(ad.grad(f)(y) * v))(x)}
+
+
+@pytest.mark.parametrize("point", COINCIDING)
+@pytest.mark.parametrize("fn", EIGENVALUE_FUNCTIONS)
+def test_second_derivatives_of_eigenvalue_functions_where_eigenvalues_coincide(fn, point, rng):
+    f, oracle = EIGENVALUE_FUNCTIONS[fn]
+    x = COINCIDING[point]
+    v = rng.normal(size=x.shape)
+    expected = ad.hessian(oracle)(x)
+    for how, h in _second_derivatives(f, x, v).items():
+        want = np.tensordot(expected, v, axes=x.ndim) if how in ("hvp", "grad of grad") \
+            else expected
+        np.testing.assert_allclose(h, want, rtol=1e-12, atol=1e-12, err_msg=how)
+
+
+def test_the_examples_second_derivatives_by_hand():
+    # the trace is linear; the sum of squared singular values is ||A||_F^2
+    np.testing.assert_array_equal(ad.hessian(lambda a: np.sum(la.eigvalsh(a)))(np.eye(3)),
+                                  np.zeros((3, 3, 3, 3)))
+    h = ad.hessian(lambda a: np.sum(la.svd(a, compute_uv=False) ** 2))(np.eye(2))
+    np.testing.assert_allclose(h.reshape(4, 4), 2 * np.eye(4), atol=1e-15)
+
+
+def test_a_non_polynomial_eigenvalue_function_is_the_limit_at_coinciding_eigenvalues():
+    """sum exp(w) (tr expm): the Hessian where eigenvalues coincide against
+    central differences of the gradient (whose points have them apart) and
+    the Hessians at nearby distinct eigenvalues, which tend to it."""
+    def f(x):
+        return np.sum(np.exp(la.eigvalsh(x)))
+    q = _rotation(3, 1)
+    x = q @ np.diag([1.0, 1.0, 2.0]) @ q.T
+    hess = ad.hessian(f)(x).reshape(9, 9)
+    g, h = ad.grad(f), 1e-5
+    central = np.stack([(g(x + h * e) - g(x - h * e)) / (2 * h)
+                        for e in np.eye(9).reshape(9, 3, 3)]).reshape(9, 9)
+    np.testing.assert_allclose(hess, central, rtol=1e-7, atol=1e-7)
+    errors = [np.abs(ad.hessian(f)(q @ np.diag([1.0, 1.0 + eps, 2.0]) @ q.T).reshape(9, 9)
+                     - hess).max() for eps in (1e-3, 1e-4, 1e-5)]
+    assert errors[0] < 1e-2 and errors[2] < 1e-4
+    assert errors[1] < errors[0] / 5 and errors[2] < errors[1] / 5     # O(eps)
+
+
+SINGULAR_VALUE_FUNCTIONS = {
+    "squares": (lambda x: np.sum(la.svd(x, compute_uv=False) ** 2), lambda x: np.sum(x ** 2)),
+    "fourth powers": (lambda x: np.sum(la.svdvals(x) ** 4),
+                      lambda x: np.sum((np.swapaxes(x, -1, -2) @ x) ** 2)),
+    "not separable": (lambda x: np.sum(la.svdvals(x) ** 2) ** 2, lambda x: np.sum(x ** 2) ** 2),
+}
+
+
+def _with_singular_values(m, n, s, seed=0):
+    d = np.zeros((m, n))
+    d[range(len(s)), range(len(s))] = s
+    return _rotation(m, seed) @ d @ _rotation(n, seed + 1).T
+
+
+SINGULAR_COINCIDING = {
+    "identity": np.eye(2),
+    "tall identity": np.eye(3, 2),
+    "ties to rounding": _with_singular_values(3, 3, [2.0, 2.0, 1.0]),
+    "a zero singular value": _with_singular_values(3, 3, [2.0, 1.0, 0.0]),
+    "tall, rank deficient": _with_singular_values(4, 2, [1.5, 0.0]),
+    "wide, tied and rank deficient": _with_singular_values(2, 4, [1.0, 1.0]),
+    "zero": np.zeros((2, 2)),
+    "stack": np.stack([np.eye(3, 2), _with_singular_values(3, 2, [2.0, 1.0])]),
+}
+
+
+@pytest.mark.parametrize("point", SINGULAR_COINCIDING)
+@pytest.mark.parametrize("fn", SINGULAR_VALUE_FUNCTIONS)
+def test_second_derivatives_of_singular_value_functions_where_they_coincide(fn, point, rng):
+    f, oracle = SINGULAR_VALUE_FUNCTIONS[fn]
+    x = SINGULAR_COINCIDING[point]
+    v = rng.normal(size=x.shape)
+    expected = ad.hessian(oracle)(x)
+    np.testing.assert_allclose(ad.grad(f)(x), ad.grad(oracle)(x), rtol=1e-12, atol=1e-12)
+    for how, h in _second_derivatives(f, x, v).items():
+        want = np.tensordot(expected, v, axes=x.ndim) if how in ("hvp", "grad of grad") \
+            else expected
+        np.testing.assert_allclose(h, want, rtol=1e-12, atol=1e-12, err_msg=how)
+
+
+@pytest.mark.parametrize("point", ["ties to rounding", "tall, rank deficient"])
+def test_a_non_polynomial_singular_value_function_against_central_differences(point):
+    """sum log(1 + s^2): the Hessian where singular values coincide, or
+    are zero, against central differences of the gradient."""
+    def f(x):
+        return np.sum(np.log1p(la.svdvals(x) ** 2))
+    x = SINGULAR_COINCIDING[point]
+    n = x.size
+    g, h = ad.grad(f), 1e-5
+    central = np.stack([(g(x + h * e) - g(x - h * e)) / (2 * h)
+                        for e in np.eye(n).reshape((n,) + x.shape)]).reshape(n, n)
+    for hess in (ad.hessian(f)(x), ad.jacobian(ad.grad(f))(x)):
+        np.testing.assert_allclose(hess.reshape(n, n), central, rtol=1e-7, atol=1e-8)
+
+
+def test_third_order_of_eigenvalue_functions(rng):
+    """Exact at distinct eigenvalues; where they coincide the third order
+    (and a second order taken as a derivative of a jvp) is NaN, as the
+    docs say: never a finite wrong number."""
+    def f(x):
+        return np.sum(la.eigvalsh(x) ** 4)
+
+    def oracle(x):
+        return np.sum((_lower(x) @ _lower(x)) ** 2)
+    u, v = rng.normal(size=(3, 3)), rng.normal(size=(3, 3))
+
+    def thirds(g, x):
+        return {"grad of hvp": ad.grad(lambda y: np.sum(ad.hvp(g)(y, u) * v))(x),
+                "hessian of grad": np.tensordot(
+                    ad.hessian(lambda y: np.sum(ad.grad(g)(y) * v))(x), u, axes=2),
+                "grad of jvp": ad.grad(lambda y: ad.jvp(g)(y, u)[1])(x),
+                "jvp of jvp": ad.jvp(lambda y: ad.jvp(g)(y, u)[1])(x, v)[1]}
+    apart = _similar([1.0, 1.5, 2.0])
+    ours, expected = thirds(f, apart), thirds(oracle, apart)
+    for how in ours:
+        np.testing.assert_allclose(ours[how], expected[how], rtol=1e-9, atol=1e-9,
+                                   err_msg=how)
+    for how, ours in thirds(f, _similar([1.0, 1.0, 2.0])).items():
+        assert np.isnan(ours).all(), how
+
+
+def test_tied_eigenvalues_one_by_one():
+    """A function that tells coinciding eigenvalues apart has no gradient
+    there: reverse mode splits their share evenly (as np.max does);
+    forward mode gives their one-sided derivatives along the tangent
+    (those of the eigenvalues of x + e t for e -> 0+)."""
+    x = np.diag([1.0, 1.0, 1.0, 4.0])
+    np.testing.assert_allclose(ad.grad(lambda a: la.eigvalsh(a)[2])(x),
+                               np.diag([1 / 3, 1 / 3, 1 / 3, 0.0]))
+    t = np.zeros((4, 4))
+    t[:3, :3] = [[0.0, 1.0, 2.0], [1.0, 0.5, 0.0], [2.0, 0.0, -1.0]]
+    _, tangent = ad.jvp(la.eigvalsh)(x, t)
+    e = 1e-7
+    np.testing.assert_allclose(tangent, (la.eigvalsh(x + e * t) - la.eigvalsh(x)) / e,
+                               atol=1e-6)
+    np.testing.assert_allclose(tangent[:3], la.eigvalsh(t[:3, :3]), atol=1e-14)
+    # the same inside another derivative
+    seen = []
+
+    def inner(a):
+        seen.append(ad.jvp(la.eigvalsh)(a, t)[1].data)
+        return np.sum(a)
+    ad.grad(inner)(x)
+    np.testing.assert_allclose(seen[0], tangent, atol=1e-14)
+
+
+def test_eigenvector_derivatives_where_eigenvalues_coincide_to_rounding_are_nan():
+    x = _similar([1.0, 1.0, 2.0])            # the computed eigenvalues differ by ~1e-16
+    w = np.arange(9.0).reshape(3, 3)
+    g = ad.grad(lambda a: np.sum(la.eigh(a)[1] ** 2 * w))(x)
+    assert np.isnan(g).all()
+    g = ad.grad(lambda a: np.sum(la.svd(a)[0] ** 2 * w))(_with_singular_values(3, 3, [2, 2, 1]))
+    assert np.isnan(g).all()
+
+
+def test_a_recording_of_a_gradient_holds_only_where_the_same_eigenvalues_coincide():
+    def f(x):
+        return np.sum(la.eigvalsh(x) ** 3)
+
+    def oracle(x):
+        return _trace(_lower(x) @ _lower(x) @ _lower(x))
+    tied, apart = _similar([1.0, 1.0, 2.0]), _similar([1.0, 3.0, 2.0])
+    for first, then in ((tied, apart), (apart, tied)):
+        recorded = ad.record(ad.grad(f), first)
+        np.testing.assert_allclose(recorded.jacobian(first), ad.hessian(oracle)(first),
+                                   atol=1e-12)
+        with pytest.raises(ad.BranchError, match="numpy.linalg.eigh"):
+            recorded.jacobian(then)
+    again = ad.function(ad.grad(f))
+    for x in (apart, tied, apart):
+        np.testing.assert_allclose(again.jacobian(x), ad.hessian(oracle)(x), atol=1e-12)
+
+
+def test_eig_at_a_defective_matrix_is_nan():
+    """tr(A^2) = sum of eig's eigenvalues squared has the gradient 2 A^T
+    everywhere, but at a Jordan block the eigenvectors do not span, and
+    eig's rules cannot give it: NaN, not a wrong number."""
+    def f(x):
+        return np.sum(la.eigvals(x) ** 2)
+    jordan = np.array([[1.0, 1.0], [0.0, 1.0]])
+    assert np.isnan(ad.grad(f)(jordan)).all()
+    assert np.isnan(ad.jvp(f)(jordan, np.eye(2))[1])
+    assert np.isnan(ad.grad(lambda x: np.sum(la.eig(x)[1] ** 2))(jordan)).all()
+    batch = np.stack([jordan, np.array([[1.0, 1.0], [0.0, 2.0]])])
+    g = ad.grad(lambda x: np.sum(la.eigvals(x) ** 2))(batch)
+    assert np.isnan(g[0]).all()
+    np.testing.assert_allclose(g[1], 2 * batch[1].T, atol=1e-12)
+    # diagonalizable with a repeated eigenvalue: exact
+    s = np.random.default_rng(0).normal(size=(3, 3))
+    x = s @ np.diag([1.0, 1.0, 2.0]) @ la.inv(s)
+    np.testing.assert_allclose(ad.grad(f)(x), 2 * x.T, rtol=1e-10, atol=1e-10)
+    # ... but no second derivative: the eigenvalues of a perturbation may not be real
+    assert np.isnan(ad.hessian(f)(np.eye(2))).all()
+
+
+def test_determinants_and_norms_where_eigenvalues_coincide():
+    # log det's Hessian: -tr(X^-1 E X^-1 E), at I -delta_il delta_jk
+    expected = -np.einsum("il,jk->ijkl", np.eye(3), np.eye(3))
+    np.testing.assert_allclose(ad.hessian(lambda x: la.slogdet(x)[1])(np.eye(3)), expected,
+                               atol=1e-14)
+    # the nuclear norm at a rank deficient matrix and the 2-norm at tied
+    # singular values have no gradient: the ties' even split (the least
+    # subgradient: sum u_i v_i^T over the nonzero singular values)
+    x = _with_singular_values(3, 3, [2.0, 1.0, 0.0])
+    u, s, vt = la.svd(x)
+    np.testing.assert_allclose(ad.grad(lambda a: la.norm(a, "nuc"))(x),
+                               u[:, :2] @ vt[:2], atol=1e-12)
+    y = _with_singular_values(3, 3, [2.0, 2.0, 1.0])
+    u, s, vt = la.svd(y)
+    np.testing.assert_allclose(ad.grad(lambda a: la.norm(a, 2))(y),
+                               u[:, :2] @ vt[:2] / 2, atol=1e-12)
+
+
 # -- what is not supported -----------------------------------------------------------
 
 def test_complex_eigenvalues_raise():

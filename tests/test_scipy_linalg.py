@@ -298,3 +298,25 @@ def test_dropin_hands_on_scipys_classes_and_signatures():
         sl.cholesky(-np.eye(2))
     assert inspect.signature(spla.expm) == inspect.signature(sl.expm)
     np.testing.assert_allclose(spla.expm(np.eye(2)), sl.expm(np.eye(2)))
+
+
+def test_eigenvalue_and_singular_value_functions_where_they_coincide():
+    """scipy's eigvalsh, eigh, svdvals and eigvals share numpy.linalg's
+    rules: exact second derivatives where eigenvalues (singular values)
+    coincide, NaN at a defective matrix."""
+    x = np.diag([2.0, 2.0, 5.0])
+
+    def upper(a):
+        return np.triu(a) + np.triu(a, 1).T
+    for f, oracle in (
+            (lambda a: np.sum(ours.eigvalsh(a, lower=False) ** 3),
+             lambda a: np.trace(upper(a) @ upper(a) @ upper(a))),
+            (lambda a: np.sum(ours.eigh(a, eigvals_only=True) ** 2),
+             lambda a: np.sum((np.tril(a) + np.tril(a, -1).T) ** 2)),
+            (lambda a: np.sum(ours.svdvals(a) ** 4), lambda a: np.sum((a.T @ a) ** 2)),
+            (lambda a: np.sum(ours.svd(a, compute_uv=False) ** 2), lambda a: np.sum(a ** 2))):
+        expected = ad.hessian(oracle)(x)
+        np.testing.assert_allclose(ad.hessian(f)(x), expected, atol=1e-12)
+        np.testing.assert_allclose(ad.jacobian(ad.grad(f))(x), expected, atol=1e-12)
+    jordan = np.array([[1.0, 1.0], [0.0, 1.0]])
+    assert np.isnan(ad.grad(lambda a: np.sum(ours.eigvals(a) ** 2))(jordan)).all()
