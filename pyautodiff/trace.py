@@ -16,8 +16,8 @@ import itertools
 
 import numpy as np
 
-from . import _core
-from .array import Array
+from . import _core, scipy_own
+from .array import Array, _holds_traced
 from .pytree import as_leaf, flatten, lift_object_arrays, unflatten
 from .tape import DADJ, DIFFERENTIATING, TAN, Tape, differentiated, state
 from .value import Traced, Value
@@ -110,10 +110,22 @@ class Trace:
                     self.structures[k] = st
                     self.leaves[k] = nodes
                     call_args[k] = unflatten(st, nodes)
-                self.out = lift_object_arrays(f(*call_args, **kwargs))
+                self.out = lift_object_arrays(self._call(f, call_args, kwargs))
         finally:
             state.no_grad = saved_no_grad
             state.refresh()
+
+    @staticmethod
+    def _call(f, args, kwargs):
+        try:
+            return f(*args, **kwargs)
+        except (TypeError, ValueError) as error:
+            # pyautodiff's error NumPy reported as its own; SciPy's
+            # Python functions failing deep in their code, named
+            instead = scipy_own.reported(error, _holds_traced)
+            if instead is None or instead is error:
+                raise
+            raise instead from error
 
     def _leaf(self, kind, v):
         if isinstance(v, (Value, Array)):       # a derivative inside another

@@ -20,7 +20,7 @@ import struct
 
 import numpy as np
 
-from . import _core
+from . import _core, scipy_own
 from ._core import TapeError
 from ._generated import link, value_operators
 from .ops import BINARY, ELEMENTWISE, REFLECTED, SCALAR_NAMES, UNARY
@@ -305,6 +305,7 @@ class Value:
         return self._d
 
     def __float__(self):
+        scipy_own.refuse(self, 1)
         return float(self._read("float()"))
 
     def item(self):
@@ -497,6 +498,7 @@ class Traced(Value):
         # float() is identity in value, so a derivative through it would be
         # 1, not the 0 a plain number gives (int() and round() are
         # piecewise constant: their 0 is exact)
+        scipy_own.refuse(self, 1)
         warn_detached(self, "float()", 2)
         return float(self._read("float()"))
 
