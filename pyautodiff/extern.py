@@ -4,9 +4,11 @@ back into Python for such an entry, and recording one.  Matrix products use
 them to run at BLAS speed through NumPy, and ``ad.custom_op`` lets users
 plug in ops of their own.
 """
+import contextlib
+
 import numpy as np
 
-from . import _core, array as _array
+from . import _core, array as _array, scipy_own
 from ._core import ffi, lib
 from .tape import ADJ, DADJ, NO_GRAD, TAN, recording_tape, strict_rule
 from .value import Traced, Value, _detached as _detached_value
@@ -366,6 +368,28 @@ def record_computed(rule, operands, imm, shape):
         raise
 
 
+@contextlib.contextmanager
+def _nested_rule(name):
+    """A user's rule (custom op name's) called on traced values inside
+    another derivative: where it takes plain numbers out of them it
+    raises NotImplementedError naming the op (warn_detached), also where
+    it does so through SciPy's Python functions, and where NumPy reports
+    that as an error of its own."""
+    with strict_rule(name):
+        try:
+            yield
+        except (TypeError, ValueError) as error:
+            instead = scipy_own.reported(error, _array._holds_traced)
+            if instead is None:
+                raise
+            if not isinstance(instead, NotImplementedError):
+                instead = NotImplementedError(
+                    f"{name}: inside another derivative, its rule gave traced "
+                    f"values to SciPy's code, which takes plain numbers out of "
+                    f"them: {instead}")
+            raise instead from error
+
+
 def custom_op(forward, vjp, jvp=None, sparsity=None):
     """An op with derivative rules of its own.
 
@@ -429,7 +453,7 @@ def custom_op(forward, vjp, jvp=None, sparsity=None):
             return _shaped(t, np.shape(out), name, what, "the output")
 
         def nested_back(g, out, *ops, needs):
-            with strict_rule(name):
+            with _nested_rule(name):
                 cts = _cotangents(vjp(g, out, *args_at(ops)), len(inputs), name)
             return [_nested_result(cts[k], x, need, g, name, f"the cotangent "
                                    f"vjp returned for input {k}")
@@ -440,7 +464,7 @@ def custom_op(forward, vjp, jvp=None, sparsity=None):
             for k, tx in zip(traced, tangents):
                 ts[k] = tx
             moving = next((tx for tx in tangents if tx is not None), None)
-            with strict_rule(name):
+            with _nested_rule(name):
                 t = jvp(ts, out, *args_at(ops))
             return _nested_result(t, out, True, moving, name, "jvp's tangent")
 
@@ -524,6 +548,10 @@ def _nested_result(r, like, need, seed, name, what):
         if need:
             raise TypeError(f"{name}: {what} is None, but a derivative is needed")
         return None
+    # NumPy's functions on an object array of traced numbers (np.array of
+    # them, SciPy's code given them) make one: the traced Array it stands for
+    lifted = _array.from_object_array(r)
+    r = r if lifted is None else lifted
     if isinstance(r, (Value, _array.Array)):
         if np.shape(r._d) != np.shape(like._d if isinstance(like, (Value, _array.Array))
                                       else like):
