@@ -407,9 +407,10 @@ def custom_op(forward, vjp, jvp=None, sparsity=None):
     or a complex number must not become a zero or a NaN gradient).
 
     ``sparsity(out_shape, *input_shapes) -> one boolean matrix per input``
-    (output size x input size), if given, is the op's Jacobian pattern for
-    ad.jacobian_sparsity and the sparse derivatives; without it every
-    output element is taken to depend on every input element."""
+    (output size x input size; the matrix alone for a one-input op), if
+    given, is the op's Jacobian pattern for ad.jacobian_sparsity and the
+    sparse derivatives (checked as the rules' results are); without it
+    every output element is taken to depend on every input element."""
     Array = _array.Array
 
     name = getattr(forward, "__name__", "custom_op")
@@ -469,7 +470,8 @@ def custom_op(forward, vjp, jvp=None, sparsity=None):
             return _nested_result(t, out, True, moving, name, "jvp's tangent")
 
         def pattern(out_shape, *shapes):    # the traced inputs' patterns
-            parts = sparsity(out_shape, *[np.shape(x) for x in plain])
+            shapes = [np.shape(x) for x in plain]
+            parts = _patterns(sparsity(out_shape, *shapes), out_shape, shapes, name)
             return [parts[k] for k in traced]
 
         return record_extern(ExternRule(fwd, back, name, takes_needs=True,
@@ -524,6 +526,51 @@ def _cotangents(cts, n, name):
         raise ValueError(f"{name}: vjp returned {len(cts)} cotangents "
                          f"for {n} inputs")
     return cts
+
+
+def _patterns(parts, out_shape, shapes, name):
+    """A sparsity rule's result as one pattern per input (a lone one is
+    accepted for a one-input op, as a lone cotangent is), each a boolean
+    (or 0/1) matrix or scipy sparse array of shape (output size, input
+    size) -- the constant inputs' too, as the rule is documented."""
+    n, m = len(shapes), int(np.prod(out_shape))
+    expected = (f"one boolean matrix per input ({n}), of shape (output size, "
+                "input size)")
+    if not isinstance(parts, (tuple, list)):
+        if n != 1 or not hasattr(parts, "shape"):
+            raise TypeError(f"{name}: its sparsity rule returned {_kind(parts)}; "
+                            f"it must return a list of {expected}")
+        parts = (parts,)
+    if len(parts) != n:
+        raise ValueError(f"{name}: its sparsity rule returned {len(parts)} patterns "
+                         f"for {n} inputs; it must return {expected}")
+    for k, (p, shape) in enumerate(zip(parts, shapes)):
+        what = f"its sparsity rule's pattern for input {k}"
+        want = (m, int(np.prod(shape)))
+        dtype = getattr(p, "dtype", None)           # a scipy sparse array's
+        if dtype is None:
+            try:
+                dtype = np.asarray(p).dtype
+            except (TypeError, ValueError):             # ragged lists
+                dtype = np.dtype(object)
+        if dtype.kind not in "biuf":
+            raise TypeError(f"{name}: {what} is {_kind(p)}, not a matrix of "
+                            "booleans (or 0/1 numbers)")
+        if np.shape(p) != want:
+            raise ValueError(f"{name}: {what} has shape {np.shape(p)}, but input {k} "
+                             f"of shape {shape} and the output of shape "
+                             f"{tuple(out_shape)} need {want}")
+    return parts
+
+
+def _kind(x):
+    """What x is, in a few words (not its values)."""
+    if x is None:
+        return "None"
+    kind = type(x).__name__
+    article = "an" if kind[0] in "aeiou" or kind == "ndarray" else "a"
+    shape = f" of shape {x.shape}" if hasattr(x, "shape") else ""
+    return f"{article} {kind}{shape}"
 
 
 def _cotangent(ct, k, x, need, name):
