@@ -17,7 +17,7 @@ try:
 except ImportError:          # NumPy < 2
     from numpy.core.numeric import normalize_axis_tuple
 
-from . import _core, buffers
+from . import _core, buffers, scipy_own
 from ._core import TapeError, ffi, lib
 from ._generated import array_operators, link
 from .broadcasting import broadcast_shape as _broadcast_shape
@@ -213,6 +213,7 @@ class Array:
         return _decide(self, self._d.item(), "item()")
 
     def __float__(self):
+        scipy_own.refuse(self, 1)
         refuse_detached(self, "float()")
         return _decide(self, float(self._d), "float()")
 

@@ -4,9 +4,11 @@ back into Python for such an entry, and recording one.  Matrix products use
 them to run at BLAS speed through NumPy, and ``ad.custom_op`` lets users
 plug in ops of their own.
 """
+import contextlib
+
 import numpy as np
 
-from . import _core, array as _array
+from . import _core, array as _array, scipy_own
 from ._core import ffi, lib
 from .tape import ADJ, DADJ, NO_GRAD, TAN, recording_tape, strict_rule
 from .value import Traced, Value, _detached as _detached_value
@@ -366,6 +368,28 @@ def record_computed(rule, operands, imm, shape):
         raise
 
 
+@contextlib.contextmanager
+def _nested_rule(name):
+    """A user's rule (custom op name's) called on traced values inside
+    another derivative: where it takes plain numbers out of them it
+    raises NotImplementedError naming the op (refuse_detached), also where
+    it does so through SciPy's Python functions, and where NumPy reports
+    that as an error of its own."""
+    with strict_rule(name):
+        try:
+            yield
+        except (TypeError, ValueError) as error:
+            instead = scipy_own.reported(error, _array._holds_traced)
+            if instead is None:
+                raise
+            if not isinstance(instead, NotImplementedError):
+                instead = NotImplementedError(
+                    f"{name}: inside another derivative, its rule gave traced "
+                    f"values to SciPy's code, which takes plain numbers out of "
+                    f"them: {instead}")
+            raise instead from error
+
+
 def custom_op(forward, vjp, jvp=None, sparsity=None):
     """An op with derivative rules of its own.
 
@@ -383,9 +407,10 @@ def custom_op(forward, vjp, jvp=None, sparsity=None):
     or a complex number must not become a zero or a NaN gradient).
 
     ``sparsity(out_shape, *input_shapes) -> one boolean matrix per input``
-    (output size x input size), if given, is the op's Jacobian pattern for
-    ad.jacobian_sparsity and the sparse derivatives; without it every
-    output element is taken to depend on every input element."""
+    (output size x input size; the matrix alone for a one-input op), if
+    given, is the op's Jacobian pattern for ad.jacobian_sparsity and the
+    sparse derivatives (checked as the rules' results are); without it
+    every output element is taken to depend on every input element."""
     Array = _array.Array
 
     name = getattr(forward, "__name__", "custom_op")
@@ -429,7 +454,7 @@ def custom_op(forward, vjp, jvp=None, sparsity=None):
             return _shaped(t, np.shape(out), name, what, "the output")
 
         def nested_back(g, out, *ops, needs):
-            with strict_rule(name):
+            with _nested_rule(name):
                 cts = _cotangents(vjp(g, out, *args_at(ops)), len(inputs), name)
             return [_nested_result(cts[k], x, need, g, name, f"the cotangent "
                                    f"vjp returned for input {k}")
@@ -440,12 +465,13 @@ def custom_op(forward, vjp, jvp=None, sparsity=None):
             for k, tx in zip(traced, tangents):
                 ts[k] = tx
             moving = next((tx for tx in tangents if tx is not None), None)
-            with strict_rule(name):
+            with _nested_rule(name):
                 t = jvp(ts, out, *args_at(ops))
             return _nested_result(t, out, True, moving, name, "jvp's tangent")
 
         def pattern(out_shape, *shapes):    # the traced inputs' patterns
-            parts = sparsity(out_shape, *[np.shape(x) for x in plain])
+            shapes = [np.shape(x) for x in plain]
+            parts = _patterns(sparsity(out_shape, *shapes), out_shape, shapes, name)
             return [parts[k] for k in traced]
 
         return record_extern(ExternRule(fwd, back, name, takes_needs=True,
@@ -502,6 +528,51 @@ def _cotangents(cts, n, name):
     return cts
 
 
+def _patterns(parts, out_shape, shapes, name):
+    """A sparsity rule's result as one pattern per input (a lone one is
+    accepted for a one-input op, as a lone cotangent is), each a boolean
+    (or 0/1) matrix or scipy sparse array of shape (output size, input
+    size) -- the constant inputs' too, as the rule is documented."""
+    n, m = len(shapes), int(np.prod(out_shape))
+    expected = (f"one boolean matrix per input ({n}), of shape (output size, "
+                "input size)")
+    if not isinstance(parts, (tuple, list)):
+        if n != 1 or not hasattr(parts, "shape"):
+            raise TypeError(f"{name}: its sparsity rule returned {_kind(parts)}; "
+                            f"it must return a list of {expected}")
+        parts = (parts,)
+    if len(parts) != n:
+        raise ValueError(f"{name}: its sparsity rule returned {len(parts)} patterns "
+                         f"for {n} inputs; it must return {expected}")
+    for k, (p, shape) in enumerate(zip(parts, shapes)):
+        what = f"its sparsity rule's pattern for input {k}"
+        want = (m, int(np.prod(shape)))
+        dtype = getattr(p, "dtype", None)           # a scipy sparse array's
+        if dtype is None:
+            try:
+                dtype = np.asarray(p).dtype
+            except (TypeError, ValueError):             # ragged lists
+                dtype = np.dtype(object)
+        if dtype.kind not in "biuf":
+            raise TypeError(f"{name}: {what} is {_kind(p)}, not a matrix of "
+                            "booleans (or 0/1 numbers)")
+        if np.shape(p) != want:
+            raise ValueError(f"{name}: {what} has shape {np.shape(p)}, but input {k} "
+                             f"of shape {shape} and the output of shape "
+                             f"{tuple(out_shape)} need {want}")
+    return parts
+
+
+def _kind(x):
+    """What x is, in a few words (not its values)."""
+    if x is None:
+        return "None"
+    kind = type(x).__name__
+    article = "an" if kind[0] in "aeiou" or kind == "ndarray" else "a"
+    shape = f" of shape {x.shape}" if hasattr(x, "shape") else ""
+    return f"{article} {kind}{shape}"
+
+
 def _cotangent(ct, k, x, need, name):
     """The cotangent of input k (x): None only where no gradient is
     needed, else real numbers of x's shape."""
@@ -524,6 +595,10 @@ def _nested_result(r, like, need, seed, name, what):
         if need:
             raise TypeError(f"{name}: {what} is None, but a derivative is needed")
         return None
+    # NumPy's functions on an object array of traced numbers (np.array of
+    # them, SciPy's code given them) make one: the traced Array it stands for
+    lifted = _array.from_object_array(r)
+    r = r if lifted is None else lifted
     if isinstance(r, (Value, _array.Array)):
         if np.shape(r._d) != np.shape(like._d if isinstance(like, (Value, _array.Array))
                                       else like):

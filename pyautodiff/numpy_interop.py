@@ -9,7 +9,7 @@ import numpy as np
 
 from . import array as _array, linalg, numpy_elementwise, numpy_shapes, products
 from . import numpy_reductions
-from . import scipy_special
+from . import scipy_own, scipy_special
 from .array import Array
 from .guards import decide as _decide, takes_guards
 from .matmul import matmul
@@ -205,6 +205,7 @@ def as_ndarray(a, dtype=None, copy=None):
         for index in np.ndindex(a.shape):
             out[index] = a[index] if a.ndim else a
         return out
+    scipy_own.refuse(a, 2)     # SciPy's Python functions would drop its derivative
     refuse_detached(a, f"numpy.asarray(dtype={np.dtype(dtype).name})")
     values = _nondifferentiable(np.asarray, (a,), {"dtype": dtype})
     if values is not a._d:              # converted to another dtype

@@ -25,7 +25,6 @@ import contextlib
 
 import numpy as np
 
-from . import pytree
 from .array import Array, _asarray, _constant_result, _holds_traced
 from .extern import record_extern
 from .linalg import _Rule, _lifted
@@ -252,8 +251,10 @@ class _Problem:
 def _closure_error():
     return TypeError(
         f"{NAME}: func returned traced numbers from plain ones: it uses a "
-        "traced value it closes over, whose derivative would be lost; pass "
-        "that value in args instead")
+        "traced value odeint does not see (one it closes over, or one held "
+        "in args by an object other than a list, tuple, dict or ndarray), "
+        "whose derivative would be lost; pass that value in args, by itself "
+        "or in a list, tuple or dict")
 
 
 def _untraced(func):
@@ -267,25 +268,77 @@ def _untraced(func):
     return checked
 
 
+def _is_leaf(x):
+    """A traced number or array odeint differentiates with respect to
+    (an object ndarray of traced numbers is stacked into one)."""
+    return isinstance(x, (Array, Value)) or isinstance(x, np.ndarray) and _holds_traced(x)
+
+
+def _is_nest(x):
+    return isinstance(x, (list, tuple, dict))
+
+
+def _holds_leaf(x):
+    """x is, or is a nest of lists, tuples and dicts that holds, a traced
+    leaf."""
+    if isinstance(x, dict):
+        return any(_holds_leaf(e) for e in x.values())
+    if isinstance(x, (list, tuple)):
+        return any(_holds_leaf(e) for e in x)
+    return _is_leaf(x)
+
+
+# The walks below are module functions, not closures that call themselves
+# (such a closure is a reference cycle holding every traced leaf it saw).
+
+def _hollow(x, leaves):
+    """x with its traced leaves moved into leaves, None in their places;
+    everything else in it (an index, a string, a plain array) is kept as it
+    is, for func to get back unchanged."""
+    if isinstance(x, dict):
+        return {k: _hollow(e, leaves) for k, e in x.items()}
+    if isinstance(x, (list, tuple)):
+        return type(x), [_hollow(e, leaves) for e in x]
+    if _is_leaf(x):
+        leaves.append(x)
+        return None
+    return x, None
+
+
+def _fill(hollow, leaves):
+    """_hollow's inverse: the nest with the next of leaves (an iterator) in
+    each traced leaf's place."""
+    if hollow is None:
+        return next(leaves)
+    if isinstance(hollow, dict):
+        return {k: _fill(e, leaves) for k, e in hollow.items()}
+    kind, items = hollow
+    if items is None:               # a plain part, kept as it was
+        return kind
+    items = [_fill(e, leaves) for e in items]
+    return kind(*items) if hasattr(kind, "_fields") else kind(items)   # a namedtuple: by field
+
+
 def _with_flat_args(args):
     """(wrap, leaves) for args holding nests of traced values: leaves are
-    the nests' leaves one by one, and wrap(func) takes them and calls func
-    with the nests rebuilt."""
-    structures, leaves = [], []
+    the nests' traced leaves one by one (the plain parts of the nests stay
+    in them), and wrap(func) takes them and calls func with the nests
+    rebuilt."""
+    hollows, counts, leaves = [], [], []
     for a in args:
-        if isinstance(a, (list, tuple, dict)) and _traced(a):
-            parts, structure = pytree.flatten(a, f"{NAME}: args")
-            structures.append((structure, len(parts)))
-            leaves += parts
+        if _is_nest(a) and _holds_leaf(a):
+            before = len(leaves)
+            hollows.append(_hollow(a, leaves))
+            counts.append(len(leaves) - before)
         else:
-            structures.append((None, 1))
+            hollows.append(None)
+            counts.append(1)
             leaves.append(a)
 
     def rebuilt(flat):
         out, at = [], 0
-        for structure, count in structures:
-            part = flat[at:at + count]
-            out.append(part[0] if structure is None else pytree.unflatten(structure, part))
+        for hollow, count in zip(hollows, counts):
+            out.append(_fill(hollow, iter(flat[at:at + count])))
             at += count
         return out
 
@@ -308,7 +361,7 @@ def odeint(func, y0, t, args=(), Dfun=None, col_deriv=0, full_output=0, ml=None,
     ml, mu), which is func's Jacobian, only the solution's."""
     if not isinstance(args, tuple):
         args = (args,)
-    if any(isinstance(a, (list, tuple, dict)) and _traced(a) for a in args):
+    if any(_is_nest(a) and _holds_leaf(a) for a in args):
         # nests of traced numbers (a network's list of (W, b) pairs): func
         # is given them rebuilt from their leaves, each leaf an arg
         wrap, args = _with_flat_args(args)

@@ -27,7 +27,7 @@ import sys
 
 import numpy as np
 
-from . import _core, array as _array
+from . import array as _array
 from .array import Array
 from .broadcasting import unbroadcast
 from .derivatives import add, broadcast_to, sum_to, times
@@ -35,8 +35,8 @@ from .extern import ExternRule, record_extern
 from .extern_patterns import elementwise
 from .guards import decide
 from .numpy_elementwise import _mask, _select
-from .reductions import logsumexp as _lse
-from .tape import NO_GRAD, Tape, recording_tape
+from .reductions import log_softmax as _log_softmax, logsumexp as _lse, softmax as _softmax
+from .tape import NO_GRAD, moves as _moves, recording_tape
 from .trace import jvp_apart
 from .value import Value, _detached as _detached_value
 
@@ -60,16 +60,6 @@ def _is_traced(x):
 
 def _plain(x):
     return x._d if _is_traced(x) else x
-
-
-def _moves(x):
-    """Whether traced x depends on a variable of its tape (so that a
-    derivative may ask for its cotangent)."""
-    t = x._t
-    if not isinstance(t, Tape) or t.closed:
-        return False
-    t.flush()
-    return bool(t._c.flags[x._i] & _core.FLAG_VARIABLE)
 
 
 def _sign(z):
@@ -417,6 +407,22 @@ def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False):
     return out
 
 
+def softmax(x, axis=None):
+    """exp(x) / sum(exp(x)) over axis (all of x by default), as
+    scipy.special.softmax: x shifted by its recorded log-sum-exp."""
+    if not _is_traced(x):
+        return _special().softmax(x, axis=axis)
+    return _softmax(x, axis=axis)
+
+
+def log_softmax(x, axis=None):
+    """x - logsumexp(x) over axis (all of x by default), as
+    scipy.special.log_softmax."""
+    if not _is_traced(x):
+        return _special().log_softmax(x, axis=axis)
+    return _log_softmax(x, axis=axis)
+
+
 def _squeeze(z, axis, ndim):
     axes = tuple(range(ndim)) if axis is None else \
         tuple(d % ndim for d in np.atleast_1d(axis))
@@ -466,5 +472,6 @@ def with_scipy_ufuncs(table):
 __all__ = ["gamma", "gammaln", "gammasgn", "digamma", "psi", "polygamma",
            "rgamma", "multigammaln", "beta", "betaln", "betainc", "gammainc",
            "gammaincc", "erf", "erfc", "erfinv", "erfcinv", "expit", "logit",
-           "logsumexp", "i0", "i1", "iv", "ive", "j0", "j1", "jn", "jv", "y0",
-           "y1", "yn", "xlogy", "xlog1py", "ndtr", "log_ndtr", "ndtri", "stdtr"]
+           "logsumexp", "softmax", "log_softmax", "i0", "i1", "iv", "ive", "j0",
+           "j1", "jn", "jv", "y0", "y1", "yn", "xlogy", "xlog1py", "ndtr",
+           "log_ndtr", "ndtri", "stdtr"]

@@ -164,6 +164,16 @@ def differentiated(x):
     return t in DIFFERENTIATING and not t.closed
 
 
+def moves(x):
+    """Whether x (a Value or Array) depends on a variable of its open tape,
+    so that a derivative may ask for its cotangent."""
+    t = getattr(x, "_t", None)
+    if not isinstance(t, Tape) or t.closed:
+        return False
+    t.flush()
+    return bool(t._c.flags[x._i] & _core.FLAG_VARIABLE)
+
+
 @contextlib.contextmanager
 def strict_rule(name):
     """While a user's rule (named name) runs on traced values: a traced

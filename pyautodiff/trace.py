@@ -16,10 +16,10 @@ import itertools
 
 import numpy as np
 
-from . import _core
-from .array import Array
+from . import _core, scipy_own
+from .array import Array, _holds_traced
 from .pytree import as_leaf, flatten, lift_object_arrays, unflatten
-from .tape import (DADJ, DIFFERENTIATING, TAN, DetachError, Tape, differentiated, state,
+from .tape import (DADJ, DIFFERENTIATING, TAN, Tape, differentiated, state,
                    thread_hooks)
 from .value import Traced, Value
 
@@ -41,17 +41,18 @@ def checked(f, argnum, name):
 def call_traced(f, args, kwargs):
     """f(*args, **kwargs) on traced arguments, recorded on the current tape;
     values of it that other threads computed are brought onto that tape
-    (threads.py's lift).  A traced value written into an ndarray element
-    (g[i] = x) raises DetachError inside NumPy, which reports it as
-    "setting an array element with a sequence" (a ValueError from the
-    DetachError): the DetachError itself is raised instead, with the
-    traceback down to the user's line."""
+    (threads.py's lift).  pyautodiff's own error that NumPy reported as
+    one of its own (a DetachError raised by a traced value written into an
+    ndarray element, which NumPy reports as "setting an array element with
+    a sequence"), and SciPy's Python functions failing deep in their code
+    on traced values, are raised as what they are (scipy_own.reported)."""
     try:
         out = f(*args, **kwargs)
-    except ValueError as e:
-        if isinstance(e.__cause__, DetachError):
-            raise e.__cause__.with_traceback(e.__traceback__) from None
-        raise
+    except (TypeError, ValueError) as error:
+        instead = scipy_own.reported(error, _holds_traced)
+        if instead is None or instead is error:
+            raise
+        raise instead from error
     return thread_hooks.lift(out, state.rec)
 
 

@@ -20,7 +20,7 @@ import struct
 
 import numpy as np
 
-from . import _core
+from . import _core, scipy_own
 from ._core import TapeError
 from ._generated import link, value_operators
 from .ops import BINARY, ELEMENTWISE, REFLECTED, SCALAR_NAMES, STEPS, UNARY
@@ -324,6 +324,7 @@ class Value:
         return self._d
 
     def __float__(self):
+        scipy_own.refuse(self, 1)
         return float(self._read("float()"))
 
     def item(self):
@@ -526,6 +527,7 @@ class Traced(Value):
         # float() is identity in value, so a derivative through it would be
         # 1, not the 0 a plain number gives (int() and round() are
         # piecewise constant: their 0 is exact)
+        scipy_own.refuse(self, 1)
         refuse_detached(self, "float()")
         return float(self._read("float()"))
 

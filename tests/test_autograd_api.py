@@ -192,6 +192,49 @@ def test_argnums_keyword_and_the_argnum_forms():
         pag.grad(define(pext, "argnums"), 0)(1.5, 2.0)
 
 
+def test_a_primitive_whose_vjp_calls_scipy_on_its_arguments_nests_or_raises():
+    """A vjp that hands its raw argument to SciPy: first order as autograd's;
+    at second order scipy.linalg.expm takes plain numbers out of the
+    traced elements (which NumPy reported as 'setting an array element
+    with a sequence') and scipy.special.polygamma fails on them inside
+    SciPy: each raises the documented NotImplementedError naming the
+    primitive.  SciPy's softmax, NumPy's functions only, nests: its Hessian
+    is diag(s) - s s^T."""
+    scipy_linalg = pytest.importorskip("scipy.linalg")
+    import scipy.special as sp
+
+    def define(ext):
+        @ext.primitive
+        def expm_sum(A):
+            return onp.sum(scipy_linalg.expm(A))
+        # d sum(expm(A)) / dA for a diagonal A: expm(A) itself
+        ext.defvjp(expm_sum, lambda ans, A: lambda g: g * scipy_linalg.expm(A))
+
+        @ext.primitive
+        def digamma_sum(x):
+            return onp.sum(sp.digamma(x))
+        ext.defvjp(digamma_sum, lambda ans, x: lambda g: g * sp.polygamma(1, x))
+
+        @ext.primitive
+        def logsumexp(x):
+            return sp.logsumexp(x)
+        ext.defvjp(logsumexp, lambda ans, x: lambda g: g * sp.softmax(x))
+        return expm_sum, digamma_sum, logsumexp
+
+    ours, theirs = define(pext), define(aext)
+    A, x = onp.diag([0.3, -0.2]), onp.array([0.5, 1.5])
+    close(pag.grad(ours[0])(A), autograd.grad(theirs[0])(A))
+    close(pag.grad(ours[1])(x), autograd.grad(theirs[1])(x))
+    for f, at, name in [(ours[0], A, "expm_sum"), (ours[1], x, "digamma_sum"),
+                        (ours[1], 0.5, "digamma_sum")]:
+        with pytest.raises(NotImplementedError, match=f"^{name}: inside another derivative"):
+            pag.hessian(f)(at)
+        with pytest.raises(NotImplementedError, match=f"^{name}: inside another derivative"):
+            pag.grad(lambda y: pnp.sum(pag.grad(f)(y)))(at)
+    s = sp.softmax(x)
+    close(pag.hessian(ours[2])(x), onp.diag(s) - onp.outer(s, s), rtol=1e-12, atol=1e-14)
+
+
 def test_same_and_def_linear():
     def define(ext, linear):
         @ext.primitive

@@ -840,6 +840,31 @@ def test_a_custom_op_whose_vjp_takes_plain_numbers_raises_when_nested():
         ad.grad(ad.grad(lambda x: np.sum(plain(x))))(np.array([1.5]))
 
 
+def test_a_custom_op_whose_rules_call_scipy_on_traced_values_raises_when_nested():
+    """Its vjp and jvp hand the raw input to scipy.linalg.expm, which takes
+    plain numbers out of an object array of traced elements: NumPy reports
+    that as its own 'setting an array element with a sequence'; every
+    second-order path raises the NotImplementedError naming the op."""
+    expm = pytest.importorskip("scipy.linalg").expm
+
+    def expm_sum(A):
+        return np.sum(expm(A))
+    # for a diagonal A, d sum(expm(A)) / dA = expm(A)
+    op = ad.custom_op(expm_sum, lambda g, out, A: (g * expm(A),),
+                      jvp=lambda t, out, A: np.sum(expm(A) * t[0]))
+    A = np.diag([0.3, -0.2])
+    np.testing.assert_allclose(ad.grad(op)(A), expm(A), rtol=1e-14)
+    second = [lambda: ad.hessian(op)(A), lambda: ad.grad(lambda B: np.sum(ad.grad(op)(B)))(A),
+              lambda: ad.jvp(ad.grad(op))(A, np.ones((2, 2))),
+              lambda: ad.grad(lambda B: ad.jvp(op)(B, np.ones((2, 2)))[1])(A),
+              lambda: ad.hvp(op)(A, np.ones((2, 2))),
+              lambda: ad.record(op, A).hessian(A)]
+    for call in second:
+        with pytest.raises(NotImplementedError, match="^expm_sum: inside another derivative"):
+            call()
+    _tape_still_works()
+
+
 def test_a_replayed_custom_op_whose_output_changes_shape_raises():
     op = ad.custom_op(lambda x: np.ones(3) * x[0] if x[0] > 0 else np.ones(2) * x[0],
                       lambda g, out, x: (np.array([np.sum(g), 0.0]),))

@@ -136,6 +136,61 @@ def test_custom_op_with_sparsity_rule():
     assert ad.jacobian_sparsity(dense_op)(x).toarray().all()
 
 
+def _product_op(sparsity):
+    return ad.custom_op(lambda a, b: a * b, lambda g, out, a, b: (g * b, g * a),
+                        sparsity=sparsity)
+
+
+def _eye(n):
+    return np.eye(n, dtype=bool)
+
+
+@pytest.mark.parametrize("result,error,message", [
+    # one pattern for two inputs (once an IndexError), or three
+    (lambda o, a, b: [_eye(a[0])], ValueError, r"returned 1 patterns for 2 inputs; "
+     r"it must return one boolean matrix per input \(2\)"),
+    (lambda o, a, b: [_eye(a[0])] * 3, ValueError, r"returned 3 patterns for 2 inputs"),
+    # a bare matrix for two inputs (once read row by row), None, a dict, a generator
+    (lambda o, a, b: _eye(a[0]), TypeError, r"returned an ndarray of shape \(4, 4\); "
+     r"it must return a list of one boolean matrix per input"),
+    (lambda o, a, b: None, TypeError, r"returned None; it must return a list"),
+    (lambda o, a, b: {0: _eye(a[0]), 1: _eye(a[0])}, TypeError, r"returned a dict"),
+    (lambda o, a, b: (_eye(a[0]) for _ in "ab"), TypeError, r"returned a generator"),
+    # a pattern of the wrong shape, of no numbers, missing for a constant input
+    (lambda o, a, b: [np.ones((2, 4), bool), _eye(a[0])], ValueError,
+     r"pattern for input 0 has shape \(2, 4\), but input 0 of shape \(4,\) and the "
+     r"output of shape \(4,\) need \(4, 4\)"),
+    (lambda o, a, b: [np.ones(4, bool), _eye(a[0])], ValueError, r"input 0 has shape \(4,\)"),
+    (lambda o, a, b: ["ab", _eye(a[0])], TypeError, r"pattern for input 0 is a str, not a matrix"),
+    (lambda o, a, b: [_eye(a[0]), None], TypeError, r"pattern for input 1 is None")])
+def test_custom_op_sparsity_rule_returning_the_wrong_patterns(result, error, message):
+    """Whatever the rule returns that is not one (output size x input
+    size) matrix per input raises an error naming the op and what was
+    expected, when one input is traced or both."""
+    op = _product_op(result)
+    x = np.arange(1.0, 5.0)
+    for f in (lambda x: op(x, 2.0 * x), lambda x: op(x, np.ones(4))):
+        with pytest.raises(error, match="^<lambda>: its sparsity rule.*" + message):
+            ad.jacobian_sparsity(f)(x)
+        with pytest.raises(error, match="^<lambda>: its sparsity rule.*" + message):
+            ad.record(f, x).sparse_jacobian(x)
+
+
+def test_custom_op_sparsity_rule_forms_accepted():
+    """A list or tuple of bool or 0/1 ndarrays or scipy sparse arrays; a
+    lone matrix for a one-input op (as a lone cotangent is)."""
+    sparse = pytest.importorskip("scipy.sparse")
+    x = np.arange(1.0, 5.0)
+    for result in ([_eye(4), _eye(4)], (np.eye(4), _eye(4)),
+                   [sparse.eye_array(4, dtype=bool)] * 2):
+        op = _product_op(lambda o, a, b, result=result: result)
+        np.testing.assert_array_equal(
+            ad.jacobian_sparsity(lambda x: op(x, 2.0 * x))(x).toarray(), _eye(4))
+    lone = ad.custom_op(lambda a: 2.0 * a, lambda g, out, a: (2.0 * g,),
+                        sparsity=lambda out_shape, shape: _eye(shape[0]))
+    np.testing.assert_array_equal(ad.jacobian_sparsity(lone)(x).toarray(), _eye(4))
+
+
 def test_scalar_and_tuple_arguments():
     f = lambda a, b: a * ad.sum(b ** 2)   # noqa: E731
     b = np.array([1.0, 2.0])

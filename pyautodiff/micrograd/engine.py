@@ -25,13 +25,15 @@ What it keeps from micrograd, on purpose:
   A backward over a tape holding such nodes runs micrograd's own algorithm
   (a topological sort, then each node's ``_backward``, the built-in ones
   applying their rule in C), so they behave exactly as in micrograd.  Their
-  closures refer to their own nodes (a cycle): the tape's compaction
+  rules refer to their own nodes (a cycle), through a closure's cells,
+  default arguments, a partial or a bound method: the tape's compaction
   counts such references as the node's own (``_held``), so a node nothing
   else holds is dropped, and freed, with them.
 """
 import collections
 import copy
 import functools
+import gc
 import numbers
 import pickle
 import sys
@@ -171,25 +173,21 @@ class Value(_Value):
         self._bw = fn
 
     def _held(self):
-        """The objects this node alone refers to: its children, and what
-        its rule's closure captured, where nothing else holds the tuple,
-        the function or the cell in between.  The tape's compaction does
-        not count these references as uses (a closure that captures its
-        own node would otherwise keep it for good)."""
-        held = []
-        kids = getattr(self, "_kids", None)
-        if kids is not None and sys.getrefcount(kids) <= _ONE_OWNER:
-            held += kids
-        fn = getattr(self, "_bw", None)
-        if fn is not None and sys.getrefcount(fn) <= _ONE_OWNER:
-            cells = getattr(fn, "__closure__", None)
-            if cells is not None and sys.getrefcount(cells) <= _ONE_OWNER:
-                for cell in cells:
-                    if sys.getrefcount(cell) <= _ONE_OWNER:
-                        try:
-                            held.append(cell.cell_contents)
-                        except ValueError:      # a variable not yet bound
-                            pass
+        """The Values this node alone refers to: its children, and what its
+        rule captured -- through a closure's cells, a function's default
+        arguments, a functools.partial's arguments, a bound method's
+        object, a list -- where nothing else holds the objects in between
+        (the tuple, the function, the cell, the method).  The tape's
+        compaction does not count these references as uses (a rule that
+        captures its own node would otherwise keep it for good)."""
+        held, todo = [], [self]
+        while todo:
+            obj = todo.pop()
+            for x in gc.get_referents(obj):
+                if isinstance(x, _Value):
+                    held.append(x)
+                elif sys.getrefcount(x) <= _SOLE and gc.is_tracked(x):
+                    todo.append(x)          # obj's alone: what it holds, too
         return held
 
     def backward(self):
@@ -325,15 +323,15 @@ def _dropin_unary(self, name):
     return _slow_unary(self, name, Value)
 
 
-def _one_owner():
-    # What sys.getrefcount says of an object bound to a local variable
-    # while exactly one other object refers to it, as _held() asks.
-    owner = [object()]
-    x = owner[0]
-    return sys.getrefcount(x)
+def _sole():
+    # What sys.getrefcount says, in _held's loop, of a referent that
+    # nothing but the object whose referents are walked refers to.
+    holder = (object(),)
+    for x in gc.get_referents(holder):
+        return sys.getrefcount(x)
 
 
-_ONE_OWNER = _one_owner()
+_SOLE = _sole()
 
 
 _UNITS = {}
