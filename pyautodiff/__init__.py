@@ -18,6 +18,7 @@ from .matmul import matmul
 from .products import cross, dot, einsum, inner, kron, outer, tensordot, vdot
 from . import numpy_interop
 from . import threads     # threads inside a derivative (tape.thread_hooks)
+from . import scipy_stats as _scipy_stats  # noqa: F401  (its names, for scipy_own's errors)
 from .extern import custom_op
 from . import functions
 # ad.abs, ad.exp ... (one per row of the op table, ops.py, that names a

@@ -173,11 +173,19 @@ def _not_differentiable(what):
             "it (or fails on them), so no derivative can flow through it")
 
 
+# pyautodiff's modules of SciPy's functions, by SciPy's package: they
+# register themselves (they import the modules that import this one)
+OURS = {}
+
+
+def register(package, module):
+    OURS[package] = module
+
+
 def _error(package, distribution, name):
     """The TypeError for SciPy's function (package.name, or a method of a
     scipy.stats distribution) given a value that carries a derivative."""
-    # (imported here: they import the modules that import this one)
-    from . import scipy_special, scipy_stats
+    scipy_special, scipy_stats = OURS["scipy.special"], OURS["scipy.stats"]
     if distribution is not None:
         what = f"scipy.stats.{distribution}.{name}"
         ours = getattr(getattr(scipy_stats, distribution, None), name, None)

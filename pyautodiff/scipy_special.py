@@ -27,7 +27,7 @@ import sys
 
 import numpy as np
 
-from . import array as _array
+from . import array as _array, scipy_own
 from .array import Array
 from .broadcasting import unbroadcast
 from .derivatives import add, broadcast_to, sum_to, times
@@ -475,3 +475,6 @@ __all__ = ["gamma", "gammaln", "gammasgn", "digamma", "psi", "polygamma",
            "logsumexp", "softmax", "log_softmax", "i0", "i1", "iv", "ive", "j0",
            "j1", "jn", "jv", "y0", "y1", "yn", "xlogy", "xlog1py", "ndtr",
            "log_ndtr", "ndtri", "stdtr"]
+
+
+scipy_own.register("scipy.special", sys.modules[__name__])

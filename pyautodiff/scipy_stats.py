@@ -14,11 +14,12 @@ Outside a density's support (x < 0 for gamma, x outside [0, 1] for beta)
 the log density is -inf with a zero derivative: the decisions are masks.
 """
 import math
+import sys
 import types
 
 import numpy as np
 
-from . import array as _array
+from . import array as _array, scipy_own
 from .array import Array
 from .guards import decide
 from .numpy_elementwise import _mask, _select
@@ -344,3 +345,6 @@ multivariate_normal = _distribution(
 
 __all__ = ["norm", "t", "gamma", "beta", "chi2", "poisson", "dirichlet",
            "multivariate_normal"]
+
+
+scipy_own.register("scipy.stats", sys.modules[__name__])
