@@ -84,6 +84,12 @@ class _Space:
     def flatten(self, v):
         return np.asarray(v, dtype=np.float64).reshape(-1)
 
+    def element(self, j):
+        """Element j of the flat vector, named as f indexes x: x[1, 2]."""
+        if self.scalar:
+            return "x"
+        return f"x[{', '.join(map(str, np.unravel_index(j, self.shape)))}]"
+
     def shape_result(self, res):
         """scipy's result with x, and f's gradient (jac; trust-constr's
         grad), in x0's shape."""
