@@ -67,9 +67,9 @@ class _Callbacks:
     IPOPT asks for f and its gradient (and g and its Jacobian) at the same x
     one after the other: one replay answers both, and the constraints'
     replay (eval_g) serves their Jacobian at the same x (IPOPT's new_x
-    says x has not moved since).  An exception is kept,
-    to be raised from minimize, and every later callback declines, which
-    stops IPOPT."""
+    says x has not moved since).  An exception (a KeyboardInterrupt too)
+    is kept, to be raised from minimize once IPOPT has stopped: every
+    later callback declines."""
 
     def __init__(self, objective, problem, callback, space):
         self.f_rec, self.problem = objective, problem
@@ -175,18 +175,31 @@ class _Callbacks:
 
 
 def _guarded(body):
-    """A C callback's body: the Python object from user_data, any exception
-    kept on it (IPOPT only sees false)."""
+    """A C callback's body, given the Python object from user_data.  After
+    an exception (kept by _keep_error) every callback declines, and the
+    intermediate callback's false stops IPOPT."""
     def callback(*args):
         calls = ffi.from_handle(args[-1])
-        if calls.error is not None:
-            return False
-        try:
-            return bool(body(calls, *args[:-1]))
-        except BaseException as exc:            # KeyboardInterrupt too
-            calls.error = exc
-            return False
+        return calls.error is None and bool(body(calls, *args[:-1]))
     return callback
+
+
+def _keep_error(exc_type, exc, tb):
+    """cffi's onerror for every callback: an exception out of one is kept
+    on its problem, to be raised from minimize, and IPOPT sees false.
+    This is the one place that can take a KeyboardInterrupt: a Ctrl-C that
+    lands while IPOPT computes in C is raised by Python at the next
+    callback's first instruction, before any try inside it.  The problem
+    is found from that callback's own arguments (its user_data)."""
+    args = tb.tb_frame.f_locals.get("args") if tb is not None else None
+    if not args:
+        return None         # (nowhere to keep it: cffi reports it)
+    calls = ffi.from_handle(args[-1])
+    if calls.error is None:
+        # (with where it was raised: an exception raised by a signal
+        # handler comes without it)
+        calls.error = exc.with_traceback(tb)
+    return False
 
 
 def _structure(rows_cols, nele, iRow, jCol):
@@ -252,7 +265,7 @@ def _intermediate(calls, alg_mod, iter_count, obj_value, *rest):
 
 
 # the C function pointers, made once: user_data says whose problem it is
-_C = {name: ffi.callback(ctype, _guarded(body))
+_C = {name: ffi.callback(ctype, _guarded(body), onerror=_keep_error)
       for name, ctype, body in (
           ("f", "Eval_F_CB", _eval_f), ("grad_f", "Eval_Grad_F_CB", _eval_grad_f),
           ("g", "Eval_G_CB", _eval_g), ("jac_g", "Eval_Jac_G_CB", _eval_jac_g),
@@ -332,7 +345,11 @@ def minimize_ipopt(f, space, objective, bounds, constraints, tol, options,
         calls.handle = None
         ipopt.lib.FreeIpoptProblem(handle)
     if calls.error is not None:
-        raise calls.error
+        error, calls.error = calls.error, None
+        try:
+            raise error
+        finally:
+            del error   # this frame, in its traceback, would keep it: a cycle
     message = MESSAGES.get(status, f"IPOPT's status {status}")
     if calls.stopped:
         message = "stopped: the callback raised StopIteration"

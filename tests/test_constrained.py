@@ -722,3 +722,112 @@ def test_ipopt_stops_cleanly_on_a_nan_hessian_on_the_way(nonfinite_outcomes):
     assert "the Hessian of the Lagrangian had a nan or inf" in got["message"]
     assert got["x"] == pytest.approx([-0.729])     # where Newton's first step went
 
+
+# --- Ctrl-C ---------------------------------------------------------------------
+
+IPOPT_CTRL_C_SCRIPT = r'''
+import os, signal, sys, threading, time, traceback
+import numpy as np
+import pyautodiff as ad
+from pyautodiff import ipopt_library
+
+library = ipopt_library.load()
+solving = threading.Event()
+
+
+class Watched:
+    """IPOPT's C functions; IpoptSolve says when it starts."""
+    def __getattr__(self, name):
+        return getattr(real, name)
+
+    def IpoptSolve(self, *args):
+        solving.set()
+        return real.IpoptSolve(*args)
+
+
+real, library.lib = library.lib, Watched()
+sent = []
+
+
+def ctrl_c():
+    solving.wait()
+    time.sleep(0.5)
+    sent.append(time.perf_counter())
+    os.kill(os.getpid(), signal.SIGINT)
+
+
+threading.Thread(target=ctrl_c, daemon=True).start()
+n = 20_000
+# mu brought down by 1% an iteration: thousands of iterations of IPOPT
+options = {"mu_strategy": "monotone", "mu_init": 1e3, "mu_linear_decrease_factor": 0.99,
+           "mu_allow_fast_monotone_decrease": "no", "tol": 1e-12, "max_iter": 10 ** 6}
+try:
+    ad.minimize(lambda x: np.sum((x - 1.0) ** 2) + 0.1 * np.sum(x[1:] * x[:-1]),
+                np.zeros(n), method="ipopt", bounds=[(-10, 10)] * n, options=options)
+except KeyboardInterrupt as exc:
+    where = "/".join(frame.name for frame in traceback.extract_tb(exc.__traceback__))
+    print("interrupted", where, time.perf_counter() - sent[0])
+else:
+    print("finished")
+'''
+
+
+@needs_ipopt
+def test_ctrl_c_stops_an_ipopt_solve_with_keyboard_interrupt():
+    # before: 'Exception ignored from cffi callback ... KeyboardInterrupt'
+    # and the solve went on.  A Ctrl-C lands at IPOPT's next callback
+    # (within one of its iterations, a fraction of a second here)
+    try:
+        out = subprocess.run([sys.executable, "-c", IPOPT_CTRL_C_SCRIPT],
+                             capture_output=True, text=True, timeout=120,
+                             cwd=Path(ad.__file__).parent.parent)
+    except subprocess.TimeoutExpired:
+        pytest.fail("Ctrl-C did not stop minimize(method='ipopt') in 120 s")
+    assert out.returncode == 0, out.stderr
+    assert "Exception ignored" not in out.stderr, out.stderr
+    word, where, delay = out.stdout.split()
+    # raised out of minimize once IPOPT stopped, as itself
+    assert word == "interrupted"
+    assert where.startswith("<module>/minimize/minimize_ipopt"), where
+    assert float(delay) < 10.0          # generous: the machine may be busy
+
+
+class _CountedProblems:
+    """IPOPT's C functions, counting the problems made and freed."""
+
+    def __init__(self, lib):
+        self._lib, self.made, self.freed = lib, 0, 0
+
+    def __getattr__(self, name):
+        return getattr(self._lib, name)
+
+    def CreateIpoptProblem(self, *args):
+        self.made += 1
+        return self._lib.CreateIpoptProblem(*args)
+
+    def FreeIpoptProblem(self, handle):
+        self.freed += 1
+        self._lib.FreeIpoptProblem(handle)
+
+
+@needs_ipopt
+@pytest.mark.parametrize("raised", [KeyboardInterrupt, ZeroDivisionError])
+def test_an_exception_from_the_callback_frees_ipopts_problem(monkeypatch, raised):
+    library = ipopt_library.load()
+    counted = _CountedProblems(library.lib)
+    monkeypatch.setattr(library, "lib", counted)
+
+    def callback(x):
+        if len(seen) == 3:
+            raise raised
+        seen.append(x)
+    seen = []
+    with pytest.raises(raised):
+        ad.minimize(hs071_f, HS071_X0, method="ipopt", bounds=[(1, 5)] * 4,
+                    constraints=HS071_CONSTRAINTS, callback=callback)
+    assert (counted.made, counted.freed) == (1, 1)
+    # and the next solve in this process runs as ever
+    res = ad.minimize(hs071_f, HS071_X0, method="ipopt", bounds=[(1, 5)] * 4,
+                      constraints=HS071_CONSTRAINTS)
+    assert res.success and abs(res.fun - HS071_F) < 1e-6
+    assert (counted.made, counted.freed) == (2, 2)
