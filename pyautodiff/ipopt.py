@@ -13,7 +13,7 @@ import numpy as np
 from .constrained import (Problem, check_start, parse_bounds,
                           parse_constraints)
 from .ipopt_library import ffi, load as load_ipopt
-from .result import OptimizeResult, takes_intermediate_result
+from .result import optimize_result, takes_intermediate_result
 
 # IPOPT's own options that this method sets unless options= says otherwise:
 # quiet (no banner, no iteration log) as scipy's methods are by default
@@ -164,7 +164,7 @@ class _Callbacks:
         x = self.space.arg(x)
         try:
             if takes_intermediate_result(self.callback):
-                self.callback(intermediate_result=OptimizeResult(
+                self.callback(intermediate_result=optimize_result(
                     x=x, fun=float(obj_value), nit=self.nit))
             else:
                 self.callback(x)
@@ -361,7 +361,7 @@ def minimize_ipopt(f, space, objective, bounds, constraints, tol, options,
     lam = -mult_g
     z = mult_x_L - mult_x_U
     fun, jac = objective.value_and_grad(x)
-    return OptimizeResult(
+    return optimize_result(
         x=space.arg(x), fun=float(fun), jac=space.arg(jac),
         status=int(status), success=status in SUCCESS, message=message,
         nit=calls.nit, multipliers=problem.split(lam),

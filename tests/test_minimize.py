@@ -446,6 +446,59 @@ def test_lbfgs_result_reads_like_scipys():
     for field in ("x", "fun", "jac", "nit", "nfev", "njev", "status",
                   "success", "message"):
         assert getattr(res, field) is res[field]
+    with pytest.raises(AttributeError):
+        res.hess_inv
+
+
+# --- the result: scipy's OptimizeResult for every method --------------------------
+
+ALL_METHODS = ["lbfgs", "ipopt"] + SCIPY_METHODS + ["trust-constr with constraints",
+                                                    "SLSQP with constraints"]
+
+
+@needs_scipy
+@pytest.mark.parametrize("method", ALL_METHODS)
+def test_every_method_returns_scipys_optimize_result(method):
+    # (method='ipopt' and 'lbfgs' returned a class of pyautodiff's own)
+    from pyautodiff import ipopt_library
+    name, _, constrained = method.partition(" with ")
+    kwargs = {}
+    if name == "ipopt":
+        try:
+            ipopt_library.load()
+        except ImportError:
+            pytest.skip("no IPOPT library is installed")
+    if name == "ipopt" or constrained:
+        kwargs = dict(bounds=[(-5, 5)] * 3,
+                      constraints={"type": "ineq", "fun": lambda x: 2.0 - x[0]})
+    res = ad.minimize(lambda x: np.sum((x - 1.0) ** 2), np.zeros(3), method=name,
+                      **kwargs)
+    assert type(res) is so.OptimizeResult
+    assert res.success, res.message
+    assert res.x == pytest.approx(np.ones(3), abs=1e-3)
+    assert res.fun == pytest.approx(0.0, abs=1e-6)
+    fields = {"x", "fun", "status", "success", "message"}
+    if name not in ("Nelder-Mead", "Powell"):
+        fields.add("nit")
+    if kwargs:
+        fields |= {"multipliers", "bound_multipliers", "constr"}
+        # the constraint and the bounds are inactive: no force
+        np.testing.assert_allclose(np.concatenate(res.multipliers), [0], atol=1e-5)
+        np.testing.assert_allclose(res.bound_multipliers, 0, atol=1e-5)
+        np.testing.assert_allclose(np.concatenate(res.constr), [1.0], atol=1e-3)
+    assert fields <= set(res), fields - set(res)
+    for field in fields:
+        assert getattr(res, field) is res[field]
+
+
+def test_without_scipy_the_result_is_pyautodiffs_own(monkeypatch):
+    from pyautodiff import result
+    monkeypatch.setitem(sys.modules, "scipy", None)
+    monkeypatch.setitem(sys.modules, "scipy.optimize", None)
+    res = ad.minimize(lambda x: np.sum((x - 1.0) ** 2), np.zeros(3),
+                      method="lbfgs")
+    assert type(res) is result.OptimizeResult
+    assert res.success and res.x == pytest.approx(np.ones(3))
     text = repr(res)
     assert "fun: " in text and "message: 'converged" in text
     with pytest.raises(AttributeError):
