@@ -66,8 +66,8 @@ _EXCEPTIONS = {
 # AD_EXTERN entries: the C sweeps call these with the tape's extern_ctx (a
 # key into _CALLBACK_OWNERS) and the entry's index, and they call the step
 # of that sweep (extern.py's) with the owner and the index.  An exception
-# cannot cross C: it is kept on the owner and re-raised after the sweep
-# returns.
+# cannot cross C: it is kept on the owner (_keep_error) and re-raised after
+# the sweep returns.
 _CALLBACK_OWNERS = weakref.WeakValueDictionary()
 _STEPS = {}
 _next_key = itertools.count(1)
@@ -86,34 +86,52 @@ def register_callbacks(ctape, owner, steps):
     ctape.extern_second = lib.pyautodiff_extern_second
 
 
+def _owner(ctx):
+    return _CALLBACK_OWNERS.get(int(ffi.cast("intptr_t", ctx)))
+
+
 def _dispatch(ctx, entry, sweep):
-    owner = _CALLBACK_OWNERS.get(int(ffi.cast("intptr_t", ctx)))
+    owner = _owner(ctx)
     if owner is None:
         return 1
-    try:
-        _STEPS[sweep](owner, entry)
-    except BaseException as exc:          # re-raised by check_callback
-        owner.callback_error = exc
-        return 1
+    _STEPS[sweep](owner, entry)
     return 0
 
 
-@ffi.def_extern()
+def _keep_error(exc_type, exc, tb):
+    """cffi's onerror for the callbacks below: an exception out of one is
+    kept on its owner, to be re-raised by check, and the sweep stops (1).
+    This is the one place that can take a KeyboardInterrupt: a Ctrl-C that
+    lands while the sweep runs in C is raised by Python at the callback's
+    first instruction, before any try inside it.  The owner is found from
+    the callback's own argument ctx."""
+    ctx = tb.tb_frame.f_locals.get("ctx") if tb is not None else None
+    owner = _owner(ctx) if ctx is not None else None
+    if owner is None:
+        return None     # (cffi reports it; error=1 still stops the sweep)
+    if owner.callback_error is None:
+        # (with where it was raised: an exception raised by a signal
+        # handler comes without it)
+        owner.callback_error = exc.with_traceback(tb)
+    return 1
+
+
+@ffi.def_extern(error=1, onerror=_keep_error)
 def pyautodiff_extern_forward(ctx, entry):
     return _dispatch(ctx, entry, "forward")
 
 
-@ffi.def_extern()
+@ffi.def_extern(error=1, onerror=_keep_error)
 def pyautodiff_extern_reverse(ctx, entry):
     return _dispatch(ctx, entry, "reverse")
 
 
-@ffi.def_extern()
+@ffi.def_extern(error=1, onerror=_keep_error)
 def pyautodiff_extern_tangent(ctx, entry):
     return _dispatch(ctx, entry, "tangent")
 
 
-@ffi.def_extern()
+@ffi.def_extern(error=1, onerror=_keep_error)
 def pyautodiff_extern_second(ctx, entry):
     return _dispatch(ctx, entry, "second")
 

@@ -173,15 +173,46 @@ def _broadcast(v, n, none, what):
     return arr.copy()
 
 
-def check_objective(objective, space):
-    """f(x0) and its gradient finite (objective: f's minimize._Recording):
-    a solver started at a nan would only fail later, less clearly."""
-    f0, g0 = objective.value_and_grad(space.x0)
-    if not np.isfinite(f0):
-        raise ValueError(f"minimize: f(x0) is {f0}, not a finite number")
-    if not np.all(np.isfinite(g0)):
-        raise ValueError("minimize: the gradient of f at x0 has nan or inf "
-                         "components")
+def check_start(objective, problem, flat, where="x0", jacobian=True,
+                hessian=None):
+    """Everything a solver gets where it starts (flat; where, in words)
+    finite, or a ValueError naming the first that is not, and where: f and
+    its gradient (objective: f's minimize._Recording), the constraints'
+    values, their Jacobian (jacobian: the method takes it) and the
+    Lagrangian's Hessian (where the method takes it; hessian: its values
+    that the solver got, of its own sigma and lam).  A solver handed a nan
+    there fails later, less clearly, and IPOPT's linear solver may crash
+    on it."""
+    check_objective(*objective.value_and_grad(flat), problem.space, where)
+    if problem.m:
+        problem.check_constraints(problem.constraint_values(flat), where)
+        if jacobian:
+            problem.check_jacobian(problem.jacobian_values(flat), where)
+    if problem.L is not None:
+        problem.check_hessian(flat, where, hessian)
+
+
+def check_objective(f, grad, space, where="x0"):
+    """f's value and gradient at `where` (in words) finite, or a ValueError
+    naming the first component that is not."""
+    if not np.isfinite(f):
+        raise ValueError(f"minimize: f is {f} at {where}, not a finite number")
+    bad = _first_nonfinite(grad)
+    if bad is not None:
+        raise ValueError(f"minimize: the gradient of f is not finite at "
+                         f"{where}: its component in {space.element(bad)} "
+                         f"is {grad[bad]}{DIFFERENTIABLE}")
+
+
+# what a derivative that is not finite at the start asks of the user
+DIFFERENTIABLE = ("; start from a point where f and the constraints are "
+                  "differentiable (sqrt or norm at 0 is not)")
+
+
+def _first_nonfinite(values):
+    """The index of the first nan or inf in values, or None."""
+    bad = np.flatnonzero(~np.isfinite(values))
+    return int(bad[0]) if bad.size else None
 
 
 # -- G and L, recorded ---------------------------------------------------------
@@ -218,15 +249,10 @@ class Problem:
         self.G = None
         if constraints:
             self.G = Derivatives(self._g, (x0,))
-            values = np.asarray(self.G(x0), dtype=np.float64).reshape(-1)
+            self.G(x0)      # (the constraints' sizes)
             self.sizes = [c.size for c in constraints]
             self.offsets = np.concatenate([[0], np.cumsum(self.sizes)]).astype(int)
             self.m = int(self.offsets[-1])
-            for c, lo, hi in zip(constraints, self.offsets, self.offsets[1:]):
-                part = values[lo:hi]
-                if not np.all(np.isfinite(part)):
-                    raise ValueError(f"minimize: {c} is not finite at x0: "
-                                     f"{part}")
             self.lb, self.ub = self._constraint_bounds()
         else:
             self.sizes, self.offsets, self.m = [], np.zeros(1, int), 0
@@ -275,6 +301,64 @@ class Problem:
                 raise ValueError(f"minimize: {c} has lb > ub (or a nan) at "
                                  f"element {bad[0]}")
         return np.concatenate(lbs), np.concatenate(ubs)
+
+    # finite, or a ValueError naming what is not and where (in words)
+
+    def check_constraints(self, values, where="x0"):
+        """G's values"""
+        bad = _first_nonfinite(values)
+        if bad is not None:
+            k, element = self._row(bad)
+            raise ValueError(f"minimize: {self.constraints[k]} is not finite "
+                             f"at {where}: its element {element} is "
+                             f"{values[bad]}")
+
+    def check_jacobian(self, values, where="x0"):
+        """G's Jacobian, its values on jac_pattern"""
+        bad = _first_nonfinite(values)
+        if bad is not None:
+            k, element = self._row(self.jac_pattern.rows[bad])
+            x = self.space.element(self.jac_pattern.cols[bad])
+            raise ValueError(
+                f"minimize: the Jacobian of {self.constraints[k]} is not "
+                f"finite at {where}: the derivative of its element {element} "
+                f"in {x} is {values[bad]}{DIFFERENTIABLE}")
+
+    def check_hessian(self, flat, where="x0", values=None):
+        """The Lagrangian's Hessian at flat: values, a solver's (of its own
+        sigma and lam), or each term's weight 1 (a nan in any term shows in
+        the sum); where it is not finite, the term that is not is found."""
+        if values is None:
+            values = self.hessian_values(flat, 1.0, np.ones(self.m))
+        if _first_nonfinite(values) is not None:
+            self._nonfinite_hessian_term(flat, where)
+
+    def _row(self, row):
+        """(constraint index, element of that constraint) of G's row."""
+        k = int(np.searchsorted(self.offsets, row, side="right")) - 1
+        return k, int(row - self.offsets[k])
+
+    def _nonfinite_hessian_term(self, flat, where):
+        """The ValueError naming the term of the Lagrangian (f or a
+        constraint) whose Hessian is not finite at flat, and where: each
+        term alone, until one is not."""
+        terms = [("f", 1.0, np.zeros(self.m))]
+        for k, (lo, hi) in enumerate(zip(self.offsets, self.offsets[1:])):
+            lam = np.zeros(self.m)
+            lam[lo:hi] = 1.0
+            terms.append((str(self.constraints[k]), 0.0, lam))
+        for name, sigma, lam in terms:
+            values = self.hessian_values(flat, sigma, lam)
+            bad = _first_nonfinite(values)
+            if bad is not None:
+                i, j = self.hess_pattern.rows[bad], self.hess_pattern.cols[bad]
+                raise ValueError(
+                    f"minimize: the Hessian of {name} is not finite at "
+                    f"{where}: its entry ({self.space.element(i)}, "
+                    f"{self.space.element(j)}) is {values[bad]}{DIFFERENTIABLE}")
+        raise ValueError(f"minimize: the Hessian of the Lagrangian (f and the "
+                         f"constraints) is not finite at {where}: each term's "
+                         "is, and their sum overflows")
 
     # what the solvers call, on flat vectors
 

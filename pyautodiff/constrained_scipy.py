@@ -16,7 +16,7 @@ convention (grad f = sum_k J_k^T lambda_k + z).
 """
 import numpy as np
 
-from .constrained import (Problem, check_objective, parse_bounds,
+from .constrained import (Problem, check_start, parse_bounds,
                           parse_constraints)
 
 CONSTRAINED = {"trust-constr", "slsqp", "cobyla", "cobyqa"}
@@ -33,9 +33,10 @@ def minimize_constrained(f, space, name, method, bounds, constraints, tol,
                          "'trust-constr', 'SLSQP', 'COBYLA' and 'COBYQA'")
     n = space.x0.size
     lb, ub = parse_bounds(bounds, n)
-    check_objective(objective, space)
     problem = Problem(f, space, parse_constraints(constraints),
                       hessian=name == "trust-constr")
+    check_start(objective, problem, space.x0,
+                jacobian=name in ("trust-constr", "slsqp"))
     G = _Cached(problem)
     kwargs = {}
     if name == "trust-constr":

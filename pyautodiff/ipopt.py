@@ -10,10 +10,10 @@ from IPOPT's memory and write the values into it, with no copy between.
 """
 import numpy as np
 
-from .constrained import (Problem, check_objective, parse_bounds,
+from .constrained import (Problem, check_start, parse_bounds,
                           parse_constraints)
 from .ipopt_library import ffi, load as load_ipopt
-from .result import OptimizeResult, takes_intermediate_result
+from .result import optimize_result, takes_intermediate_result
 
 # IPOPT's own options that this method sets unless options= says otherwise:
 # quiet (no banner, no iteration log) as scipy's methods are by default
@@ -22,6 +22,11 @@ DEFAULT_OPTIONS = {"print_level": 0, "sb": "yes"}
 ALIASES = {"maxiter": "max_iter", "disp": "print_level"}
 SUCCESS = (0, 1)   # Solve_Succeeded, Solved_To_Acceptable_Level
 USER_STOP = 5      # User_Requested_Stop: a callback returned false
+INVALID_NUMBER = -13
+# what an evaluation IPOPT was refused (a nan or inf in it) held
+REFUSED = {"f": "f or its gradient", "g": "a constraint",
+           "jac_g": "the constraints' Jacobian",
+           "h": "the Hessian of the Lagrangian"}
 # IPOPT's ApplicationReturnStatus, in words
 MESSAGES = {
     0: "Optimal Solution Found.",
@@ -62,24 +67,27 @@ class _Callbacks:
     IPOPT asks for f and its gradient (and g and its Jacobian) at the same x
     one after the other: one replay answers both, and the constraints'
     replay (eval_g) serves their Jacobian at the same x (IPOPT's new_x
-    says x has not moved since).  An exception is kept,
-    to be raised from minimize, and every later callback declines, which
-    stops IPOPT."""
+    says x has not moved since).  An exception (a KeyboardInterrupt too)
+    is kept, to be raised from minimize once IPOPT has stopped: every
+    later callback declines."""
 
     def __init__(self, objective, problem, callback, space):
         self.f_rec, self.problem = objective, problem
         self.callback, self.space = callback, space
-        self._at = None
+        self._at = self._jac_at = None
         self.g_at_x = False         # G last replayed at the current x
         self.nit = 0
         self.stopped = False
         self.handle = None          # the IpoptProblem, while it solves
         self.error = None
+        self.iterating = False      # IPOPT past its initialization
+        self.hessian_evaluated = False
+        self.refused = None         # the last evaluation refused to IPOPT
 
     def value_and_grad(self, x):
+        """(x: a copy of IPOPT's, kept)"""
         if self._at is None or not np.array_equal(self._at[0], x):
-            f, g = self.f_rec.value_and_grad(x.copy())
-            self._at = (x.copy(), f, g)
+            self._at = (x, *self.f_rec.value_and_grad(x))
         return self._at[1], self._at[2]
 
     def jacobian_structure(self):
@@ -92,9 +100,31 @@ class _Callbacks:
             return np.zeros(1, np.int64), np.zeros(1, np.int64)
         return p.rows, p.cols
 
-    def moved(self, new_x):
+    def at(self, x, n, new_x):
+        """IPOPT's x, a copy."""
         if new_x:
             self.g_at_x = False
+        return _doubles(x, n).copy()
+
+    def finite(self, kind, flat, values):
+        """Whether IPOPT's evaluation `kind` at flat has finite values.
+        Where IPOPT starts (x0, or x0 moved inside the bounds: every
+        evaluation before its first iteration, and the first Hessian) a
+        nan or inf is a ValueError naming it.  Later, false is a failed
+        evaluation, which IPOPT takes instead of handing the nan to its
+        linear solver (which may crash on it): from a trial point its line
+        search steps back."""
+        first_hessian = kind == "h" and not self.hessian_evaluated
+        self.hessian_evaluated |= kind == "h"
+        if np.isfinite(values).all():
+            return True
+        self.refused = kind
+        if not self.iterating or first_hessian:
+            where = "x0" if np.array_equal(flat, self.space.x0) else \
+                "IPOPT's starting point (x0 moved inside the bounds)"
+            check_start(self, self.problem, flat, where,
+                        hessian=values if kind == "h" else None)
+        return False
 
     def constraints(self, x):
         values = self.problem.constraint_values(x)
@@ -102,13 +132,16 @@ class _Callbacks:
         return values
 
     def jacobian(self, x):
+        """(x: a copy of IPOPT's, kept)"""
         if self.problem.jac_pattern is None or self.problem.m == 0:
             return np.zeros(0)
         if self.problem.jac_pattern.nnz == 0:
             return np.zeros(1)
-        values = self.problem.jacobian_values(x, replay=not self.g_at_x)
-        self.g_at_x = True
-        return values
+        if self._jac_at is None or not np.array_equal(self._jac_at[0], x):
+            values = self.problem.jacobian_values(x, replay=not self.g_at_x)
+            self.g_at_x = True
+            self._jac_at = (x, values)
+        return self._jac_at[1]
 
     def hessian_structure(self):
         p = self.problem.hess_pattern
@@ -118,6 +151,7 @@ class _Callbacks:
 
     def intermediate(self, iter_count, obj_value):
         self.nit = int(iter_count)
+        self.iterating = True
         if self.callback is None:
             return True
         n, m = self.problem.n, self.problem.m
@@ -130,7 +164,7 @@ class _Callbacks:
         x = self.space.arg(x)
         try:
             if takes_intermediate_result(self.callback):
-                self.callback(intermediate_result=OptimizeResult(
+                self.callback(intermediate_result=optimize_result(
                     x=x, fun=float(obj_value), nit=self.nit))
             else:
                 self.callback(x)
@@ -141,18 +175,31 @@ class _Callbacks:
 
 
 def _guarded(body):
-    """A C callback's body: the Python object from user_data, any exception
-    kept on it (IPOPT only sees false)."""
+    """A C callback's body, given the Python object from user_data.  After
+    an exception (kept by _keep_error) every callback declines, and the
+    intermediate callback's false stops IPOPT."""
     def callback(*args):
         calls = ffi.from_handle(args[-1])
-        if calls.error is not None:
-            return False
-        try:
-            return bool(body(calls, *args[:-1]))
-        except BaseException as exc:            # KeyboardInterrupt too
-            calls.error = exc
-            return False
+        return calls.error is None and bool(body(calls, *args[:-1]))
     return callback
+
+
+def _keep_error(exc_type, exc, tb):
+    """cffi's onerror for every callback: an exception out of one is kept
+    on its problem, to be raised from minimize, and IPOPT sees false.
+    This is the one place that can take a KeyboardInterrupt: a Ctrl-C that
+    lands while IPOPT computes in C is raised by Python at the next
+    callback's first instruction, before any try inside it.  The problem
+    is found from that callback's own arguments (its user_data)."""
+    args = tb.tb_frame.f_locals.get("args") if tb is not None else None
+    if not args:
+        return None         # (nowhere to keep it: cffi reports it)
+    calls = ffi.from_handle(args[-1])
+    if calls.error is None:
+        # (with where it was raised: an exception raised by a signal
+        # handler comes without it)
+        calls.error = exc.with_traceback(tb)
+    return False
 
 
 def _structure(rows_cols, nele, iRow, jCol):
@@ -161,32 +208,44 @@ def _structure(rows_cols, nele, iRow, jCol):
     _ints(jCol, nele)[:] = cols
 
 
+def _put(values, ptr, k):
+    """values into IPOPT's double[k] at ptr (and that array)."""
+    out = _doubles(ptr, k)
+    out[:] = values
+    return out
+
+
 def _eval_f(calls, n, x, new_x, obj_value):
-    calls.moved(new_x)
-    obj_value[0] = calls.value_and_grad(_doubles(x, n))[0]
-    return True
+    flat = calls.at(x, n, new_x)
+    f, grad = calls.value_and_grad(flat)
+    obj_value[0] = f
+    # one replay gives both: a trial point where the gradient is not finite
+    # is refused here, so that the line search steps back from it (IPOPT
+    # would stop on it at the next iteration)
+    return calls.finite("f", flat, np.append(grad, f))
 
 
 def _eval_grad_f(calls, n, x, new_x, grad_f):
-    calls.moved(new_x)
-    _doubles(grad_f, n)[:] = calls.value_and_grad(_doubles(x, n))[1]
-    return True
+    flat = calls.at(x, n, new_x)
+    return calls.finite("f", flat, _put(calls.value_and_grad(flat)[1], grad_f, n))
 
 
 def _eval_g(calls, n, x, new_x, m, g):
-    calls.moved(new_x)
-    if m:
-        _doubles(g, m)[:] = calls.constraints(_doubles(x, n).copy())
-    return True
+    if not m:
+        return True
+    flat = calls.at(x, n, new_x)
+    # the Jacobian too, from the same replay (and kept for eval_jac_g, which
+    # IPOPT calls at an accepted point): as f's gradient in eval_f
+    return (calls.finite("g", flat, _put(calls.constraints(flat), g, m))
+            and calls.finite("jac_g", flat, calls.jacobian(flat)))
 
 
 def _eval_jac_g(calls, n, x, new_x, m, nele, iRow, jCol, values):
     if values == ffi.NULL:
         _structure(calls.jacobian_structure(), nele, iRow, jCol)
-    else:
-        calls.moved(new_x)
-        _doubles(values, nele)[:] = calls.jacobian(_doubles(x, n).copy())
-    return True
+        return True
+    flat = calls.at(x, n, new_x)
+    return calls.finite("jac_g", flat, _put(calls.jacobian(flat), values, nele))
 
 
 def _eval_h(calls, n, x, new_x, obj_factor, m, lam, new_lambda, nele, iRow,
@@ -194,12 +253,11 @@ def _eval_h(calls, n, x, new_x, obj_factor, m, lam, new_lambda, nele, iRow,
     if values == ffi.NULL:
         _structure(calls.hessian_structure(), nele, iRow, jCol)
         return True
-    calls.moved(new_x)
     if calls.problem.hess_pattern is None:
         return False
-    _doubles(values, nele)[:] = calls.problem.hessian_values(
-        _doubles(x, n).copy(), obj_factor, _doubles(lam, m).copy())
-    return True
+    flat = calls.at(x, n, new_x)
+    hessian = calls.problem.hessian_values(flat, obj_factor, _doubles(lam, m).copy())
+    return calls.finite("h", flat, _put(hessian, values, nele))
 
 
 def _intermediate(calls, alg_mod, iter_count, obj_value, *rest):
@@ -207,10 +265,12 @@ def _intermediate(calls, alg_mod, iter_count, obj_value, *rest):
 
 
 # the C function pointers, made once: user_data says whose problem it is
-_C = {name: ffi.callback(ctype, _guarded(body)) for name, ctype, body in (
-    ("f", "Eval_F_CB", _eval_f), ("grad_f", "Eval_Grad_F_CB", _eval_grad_f),
-    ("g", "Eval_G_CB", _eval_g), ("jac_g", "Eval_Jac_G_CB", _eval_jac_g),
-    ("h", "Eval_H_CB", _eval_h), ("intermediate", "Intermediate_CB", _intermediate))}
+_C = {name: ffi.callback(ctype, _guarded(body), onerror=_keep_error)
+      for name, ctype, body in (
+          ("f", "Eval_F_CB", _eval_f), ("grad_f", "Eval_Grad_F_CB", _eval_grad_f),
+          ("g", "Eval_G_CB", _eval_g), ("jac_g", "Eval_Jac_G_CB", _eval_jac_g),
+          ("h", "Eval_H_CB", _eval_h),
+          ("intermediate", "Intermediate_CB", _intermediate))}
 
 
 def _vector(v):
@@ -247,7 +307,6 @@ def minimize_ipopt(f, space, objective, bounds, constraints, tol, options,
     if lb is None:
         lb, ub = np.full(n, -np.inf), np.full(n, np.inf)
     cons = parse_constraints(constraints)
-    check_objective(objective, space)
     opts = _options(tol, options)
     exact = opts.get("hessian_approximation", "exact") != "limited-memory"
     problem = Problem(f, space, cons, hessian=exact)
@@ -286,16 +345,23 @@ def minimize_ipopt(f, space, objective, bounds, constraints, tol, options,
         calls.handle = None
         ipopt.lib.FreeIpoptProblem(handle)
     if calls.error is not None:
-        raise calls.error
+        error, calls.error = calls.error, None
+        try:
+            raise error
+        finally:
+            del error   # this frame, in its traceback, would keep it: a cycle
     message = MESSAGES.get(status, f"IPOPT's status {status}")
     if calls.stopped:
         message = "stopped: the callback raised StopIteration"
+    elif status == INVALID_NUMBER and calls.refused:
+        message += f" ({REFUSED[calls.refused]} had a nan or inf at a point " \
+                   "IPOPT reached)"
     # IPOPT's multipliers are of f + lam . g - zL (x - xL) + zU (x - xU):
     # the user's convention (constrained.py) is grad f = J^T lambda + z
     lam = -mult_g
     z = mult_x_L - mult_x_U
     fun, jac = objective.value_and_grad(x)
-    return OptimizeResult(
+    return optimize_result(
         x=space.arg(x), fun=float(fun), jac=space.arg(jac),
         status=int(status), success=status in SUCCESS, message=message,
         nit=calls.nit, multipliers=problem.split(lam),

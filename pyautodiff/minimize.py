@@ -21,7 +21,7 @@ import numpy as np
 from . import _core
 from ._core import ffi, lib
 from .record import BranchError, Recorded
-from .result import OptimizeResult
+from .result import optimize_result
 from .result import takes_intermediate_result as _takes_intermediate_result
 
 # methods that get more than the gradient, and those that use none
@@ -83,6 +83,12 @@ class _Space:
 
     def flatten(self, v):
         return np.asarray(v, dtype=np.float64).reshape(-1)
+
+    def element(self, j):
+        """Element j of the flat vector, named as f indexes x: x[1, 2]."""
+        if self.scalar:
+            return "x"
+        return f"x[{', '.join(map(str, np.unravel_index(j, self.shape)))}]"
 
     def shape_result(self, res):
         """scipy's result with x, and f's gradient (jac; trust-constr's
@@ -357,7 +363,7 @@ def _lbfgs(f, space, tol, options, callback):
             continue
         status = _STATUS[o.status]
         message = _MESSAGES.get(o.status) or _nonfinite_message(o.f)
-    return OptimizeResult(
+    return optimize_result(
         x=space.arg(x), fun=float(o.f), jac=space.arg(g), nit=int(o.nit),
         # a recording evaluates f too; the gradients all come from C
         nfev=int(o.nfev) + problem.recordings, njev=int(o.nfev),
@@ -375,7 +381,7 @@ def _call(callback, space, x, fun):
     xk = space.arg(x)
     try:
         if _takes_intermediate_result(callback):
-            callback(intermediate_result=OptimizeResult(x=xk, fun=float(fun)))
+            callback(intermediate_result=optimize_result(x=xk, fun=float(fun)))
         else:
             callback(xk)
     except StopIteration:

@@ -1,5 +1,6 @@
-"""The result of ``ad.minimize``'s own methods (scipy's fields, read as
-attributes) and scipy's rule for a callback's form, shared by
+"""The result of ``ad.minimize`` (scipy's OptimizeResult where scipy is
+importable, for every method; the class here, with the same fields read as
+attributes, without it) and scipy's rule for a callback's form, shared by
 minimize.py and ipopt.py."""
 import inspect
 
@@ -7,9 +8,9 @@ import numpy as np
 
 
 class OptimizeResult(dict):
-    """The result of method='lbfgs' and method='ipopt', with scipy's field
-    names, read as attributes: x, fun, jac, nit, status, success, message
-    (and each method's own: nfev and njev; multipliers ...)."""
+    """ad.minimize's result where scipy is not importable, with scipy's
+    field names, read as attributes: x, fun, jac, nit, status, success,
+    message (and each method's own: nfev and njev; multipliers ...)."""
 
     def __getattr__(self, name):
         try:
@@ -31,6 +32,18 @@ def _short(v):
     if isinstance(v, np.ndarray):
         return np.array2string(v, threshold=8, edgeitems=3)
     return repr(v)
+
+
+def optimize_result(**fields):
+    """A result of ad.minimize: scipy's OptimizeResult where scipy is
+    importable, so that every method (scipy's, 'lbfgs', 'ipopt') returns
+    the one type; the class above where it is not ('lbfgs' needs no
+    scipy)."""
+    try:
+        from scipy.optimize import OptimizeResult as result_class
+    except ImportError:
+        result_class = OptimizeResult
+    return result_class(**fields)
 
 
 def takes_intermediate_result(callback):

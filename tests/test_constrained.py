@@ -2,6 +2,7 @@
 'trust-constr' and 'SLSQP' against published and hand-derived optima; the
 multipliers against the KKT conditions, with the gradients and Jacobians
 taken by central differences; the error paths."""
+import json
 import os
 import subprocess
 import sys
@@ -393,7 +394,7 @@ def test_bad_constraints_are_clear_errors(method):
     with pytest.raises(ValueError, match="constraint 1 .* not finite at x0"):
         ad.minimize(f, x0, method=method, constraints=[
             {"type": "eq", "fun": f}, {"type": "ineq", "fun": lambda x: x[0] + np.nan}])
-    with pytest.raises(ValueError, match=r"f\(x0\) is nan"):
+    with pytest.raises(ValueError, match="f is nan at x0"):
         ad.minimize(lambda x: np.sum(x) + np.nan, x0, method=method,
                     constraints={"type": "eq", "fun": f})
     with pytest.raises(ValueError, match="3 elements"):
@@ -533,3 +534,300 @@ def test_a_constraint_returning_np_array_of_traced_numbers(method):
     assert res.success, res.message
     np.testing.assert_allclose(res.x, [0.5, 0.5], atol=10 * xtol(method))
     np.testing.assert_allclose(np.concatenate(res.multipliers), [1], atol=100 * xtol(method))
+
+
+# --- nan and inf: a clear error where the solver starts, a failed evaluation
+# after; never a crash (each run in a process of its own) ---------------------
+
+NONFINITE_SCRIPT = r'''
+import json, sys, warnings
+import numpy as np
+import pyautodiff as ad
+
+warnings.simplefilter("ignore", RuntimeWarning)     # numpy's, at the nans
+
+
+def zero(u):
+    return np.zeros_like(u)
+
+
+# 0, with a slope that is nan where u < 0 (as a user's op may have)
+nan_slope = ad.custom_op(
+    zero, lambda g, out, u: (g * np.where(u < 0, np.nan, 0.0),),
+    lambda t, out, u: t[0] * np.where(u < 0, np.nan, 0.0))
+# 0, with a zero slope whose own slope (the curvature) is nan where u < 0
+nan_curvature = ad.custom_op(zero, lambda g, out, u: (g * nan_slope(u),),
+                             lambda t, out, u: t[0] * nan_slope(u))
+norm_ball = {"type": "ineq", "fun": lambda x: 1.0 - np.sqrt(np.sum(x ** 2))}
+matrix_constraints = [
+    {"type": "eq", "fun": lambda x: x[0, 0] + x[1, 1]},
+    {"type": "ineq", "fun": lambda x: 5.0 - np.sum(x[1] ** 1.5)}]
+pseudo_huber = lambda x: np.sum(np.sqrt(1.0 + x ** 2))   # Newton overshoots 0
+
+CASES = {
+    # the norm's Jacobian at 0 is 0/0
+    "norm at 0": (lambda x: np.sum((x - 3.0) ** 2), np.zeros(3), norm_ball, None),
+    "gradient of f": (lambda x: np.sum(np.sqrt(x)) + np.sum((x - 2.0) ** 2),
+                      np.array([1.0, 0.0]), norm_ball, None),
+    "f": (lambda x: np.sum(x) / 0.0, np.zeros(2), norm_ball, None),
+    "a constraint": (lambda x: np.sum((x - 2.0) ** 2), np.zeros(2),
+                     {"type": "ineq", "fun": lambda x: np.log(x)}, None),
+    "Hessian of f": (lambda x: np.sum(x ** 1.5) + np.sum((x - 1.0) ** 2),
+                     np.zeros(3), {"type": "ineq", "fun": lambda x: 5.0 - x[0]}, None),
+    "Hessian of a constraint": (lambda x: np.sum((x - 1.0) ** 2), np.zeros((2, 2)),
+                                matrix_constraints, None),
+    # x0 on the bound x >= 0: IPOPT starts inside, at 0.00999999, where
+    # the slope of nan_slope(0.005 - x) is nan (at x0 it is 0)
+    "starting point": (lambda x: np.sum((x - 1.0) ** 2) + np.sum(nan_slope(0.005 - x)),
+                       np.zeros(2), [], [(0.0, None)] * 2),
+    # x**1.5's curvature is inf at x0 = 0, on the bound: IPOPT starts
+    # inside, and min x**1.5 + (x - 1)**2 is at sqrt(x) = (sqrt(18.25) - 1.5) / 4
+    "curvature on a bound": (lambda x: np.sum(x ** 1.5) + np.sum((x - 1.0) ** 2),
+                             np.zeros(3), [], [(0.0, None)] * 3),
+    # from 0.9 Newton's step reaches -0.729, where f is lower but the
+    # derivatives named are nan: the step is refused and IPOPT steps back
+    "slope of f on the way": (lambda x: pseudo_huber(x) + np.sum(nan_slope(x + 0.5)),
+                              np.array([0.9]), [], None),
+    "slope of a constraint on the way": (
+        lambda x: pseudo_huber(x[:1]) + x[1] ** 2, np.array([0.9, 0.0]),
+        {"type": "eq", "fun": lambda x: x[1] - nan_slope(x[0] + 0.5)}, None),
+    # the Hessian is only asked at points IPOPT accepted: it stops there
+    "curvature of f on the way": (lambda x: pseudo_huber(x) + np.sum(nan_curvature(x + 0.5)),
+                                  np.array([0.9]), [], None),
+}
+
+for name in sys.argv[1:]:
+    case, method, repeat = name.split("|")
+    f, x0, constraints, bounds = CASES[case]
+    for _ in range(int(repeat)):
+        try:
+            res = ad.minimize(f, x0, method=method, constraints=constraints,
+                              bounds=bounds)
+            out = {"x": np.ravel(res.x).tolist(), "status": int(res.status),
+                   "success": bool(res.success), "message": res.message}
+        except Exception as exc:
+            out = {"error": type(exc).__name__, "message": str(exc)}
+    print(json.dumps({"case": name, **out}), flush=True)
+'''
+
+NONFINITE_RUNS = [
+    ("norm at 0", "ipopt", 3), ("norm at 0", "trust-constr", 1), ("norm at 0", "SLSQP", 1),
+    ("gradient of f", "ipopt", 1), ("gradient of f", "SLSQP", 1),
+    ("f", "ipopt", 1), ("f", "trust-constr", 1),
+    ("a constraint", "ipopt", 1), ("a constraint", "SLSQP", 1),
+    ("Hessian of f", "ipopt", 1), ("Hessian of f", "trust-constr", 1),
+    ("Hessian of a constraint", "ipopt", 1), ("Hessian of a constraint", "trust-constr", 1),
+    ("Hessian of a constraint", "SLSQP", 1),
+    ("starting point", "ipopt", 1), ("curvature on a bound", "ipopt", 1),
+    ("slope of f on the way", "ipopt", 1), ("slope of a constraint on the way", "ipopt", 1),
+    ("curvature of f on the way", "ipopt", 1),
+]
+
+
+@pytest.fixture(scope="module")
+def nonfinite_outcomes():
+    """Each run of NONFINITE_RUNS in one child process: case -> what
+    minimize returned or raised there.  A crash leaves the runs after it
+    without an outcome, and says how the process ended."""
+    runs = [f"{case}|{method}|{repeat}" for case, method, repeat in NONFINITE_RUNS
+            if HAVE_IPOPT or method != "ipopt"]
+    out = subprocess.run([sys.executable, "-c", NONFINITE_SCRIPT, *runs],
+                         capture_output=True, text=True, timeout=600,
+                         cwd=Path(ad.__file__).parent.parent)
+    outcomes = {}
+    for line in out.stdout.splitlines():
+        record = json.loads(line)
+        outcomes[record.pop("case")] = record
+    return outcomes, f"exit status {out.returncode}: {out.stderr[-2000:]}"
+
+
+def _outcome(outcomes, case, method, repeat=1):
+    found, ended = outcomes
+    key = f"{case}|{method}|{repeat}"
+    assert key in found, f"the child process ended before {key}: {ended}"
+    return found[key]
+
+
+def _error(outcomes, case, method, repeat=1):
+    got = _outcome(outcomes, case, method, repeat)
+    assert got.get("error") == "ValueError", got
+    return got["message"]
+
+
+@pytest.mark.parametrize("method", ERROR_METHODS)
+def test_a_nan_jacobian_at_x0_is_a_value_error_not_a_crash(nonfinite_outcomes, method):
+    # norm(x) at x = 0 crashed IPOPT's linear solver (on the first solve
+    # or a later one: three here); trust-constr failed inside scipy, SLSQP
+    # returned x0 as 'Inequality constraints incompatible'
+    repeat = 3 if method == "ipopt" else 1
+    message = _error(nonfinite_outcomes, "norm at 0", method, repeat)
+    assert message.startswith(
+        "minimize: the Jacobian of constraint 0 (ineq) is not finite at x0: "
+        "the derivative of its element 0 in x[0] is nan"), message
+
+
+@pytest.mark.parametrize("case, method, says", [
+    ("gradient of f", "ipopt", "the gradient of f is not finite at x0: its component in x[1] is inf"),
+    ("gradient of f", "SLSQP", "the gradient of f is not finite at x0: its component in x[1] is inf"),
+    ("f", "ipopt", "f is nan at x0, not a finite number"),
+    ("f", "trust-constr", "f is nan at x0, not a finite number"),
+    ("a constraint", "ipopt", "constraint 0 (ineq) is not finite at x0: its element 0 is -inf"),
+    ("a constraint", "SLSQP", "constraint 0 (ineq) is not finite at x0: its element 0 is -inf"),
+    ("Hessian of f", "ipopt", "the Hessian of f is not finite at x0: its entry (x[0], x[0]) is inf"),
+    ("Hessian of f", "trust-constr", "the Hessian of f is not finite at x0: its entry (x[0], x[0]) is inf"),
+    ("Hessian of a constraint", "ipopt", "the Hessian of constraint 1 (ineq) is not finite at "
+     "x0: its entry (x[1, 0], x[1, 0]) is -inf"),
+    ("Hessian of a constraint", "trust-constr", "the Hessian of constraint 1 (ineq) is not "
+     "finite at x0: its entry (x[1, 0], x[1, 0]) is -inf"),
+    ("starting point", "ipopt", "the gradient of f is not finite at IPOPT's starting point "
+     "(x0 moved inside the bounds): its component in x[0] is nan"),
+])
+def test_a_nan_or_inf_where_the_solver_starts_is_a_value_error_naming_it(
+        nonfinite_outcomes, case, method, says):
+    if method == "ipopt" and not HAVE_IPOPT:
+        pytest.skip("no IPOPT library is installed")
+    message = _error(nonfinite_outcomes, case, method)
+    assert message.startswith("minimize: " + says), message
+
+
+def test_slsqp_takes_no_hessian_so_a_nan_one_is_no_error(nonfinite_outcomes):
+    got = _outcome(nonfinite_outcomes, "Hessian of a constraint", "SLSQP")
+    assert got["success"], got
+    np.testing.assert_allclose(got["x"], [0, 1, 1, 0], atol=1e-5)
+
+
+@needs_ipopt
+def test_ipopt_is_checked_where_it_starts_not_at_x0_on_a_bound(nonfinite_outcomes):
+    got = _outcome(nonfinite_outcomes, "curvature on a bound", "ipopt")
+    assert got["success"], got
+    root = ((np.sqrt(18.25) - 1.5) / 4) ** 2
+    np.testing.assert_allclose(got["x"], [root] * 3, atol=1e-7)
+
+
+@needs_ipopt
+@pytest.mark.parametrize("case, x", [("slope of f on the way", [0.0]),
+                                     ("slope of a constraint on the way", [0.0, 0.0])])
+def test_ipopt_steps_back_from_a_nan_derivative_on_the_way(nonfinite_outcomes, case, x):
+    # before: IPOPT took the nans at -0.729 into its factorization and
+    # ended there (status -13 or -3)
+    got = _outcome(nonfinite_outcomes, case, "ipopt")
+    assert got["success"], got
+    np.testing.assert_allclose(got["x"], x, atol=1e-6)
+
+
+@needs_ipopt
+def test_ipopt_stops_cleanly_on_a_nan_hessian_on_the_way(nonfinite_outcomes):
+    got = _outcome(nonfinite_outcomes, "curvature of f on the way", "ipopt")
+    assert (got["status"], got["success"]) == (-13, False), got
+    assert "the Hessian of the Lagrangian had a nan or inf" in got["message"]
+    assert got["x"] == pytest.approx([-0.729])     # where Newton's first step went
+
+
+# --- Ctrl-C ---------------------------------------------------------------------
+
+IPOPT_CTRL_C_SCRIPT = r'''
+import os, signal, sys, threading, time, traceback
+import numpy as np
+import pyautodiff as ad
+from pyautodiff import ipopt_library
+
+library = ipopt_library.load()
+solving = threading.Event()
+
+
+class Watched:
+    """IPOPT's C functions; IpoptSolve says when it starts."""
+    def __getattr__(self, name):
+        return getattr(real, name)
+
+    def IpoptSolve(self, *args):
+        solving.set()
+        return real.IpoptSolve(*args)
+
+
+real, library.lib = library.lib, Watched()
+sent = []
+
+
+def ctrl_c():
+    solving.wait()
+    time.sleep(0.5)
+    sent.append(time.perf_counter())
+    os.kill(os.getpid(), signal.SIGINT)
+
+
+threading.Thread(target=ctrl_c, daemon=True).start()
+n = 20_000
+# mu brought down by 1% an iteration: thousands of iterations of IPOPT
+options = {"mu_strategy": "monotone", "mu_init": 1e3, "mu_linear_decrease_factor": 0.99,
+           "mu_allow_fast_monotone_decrease": "no", "tol": 1e-12, "max_iter": 10 ** 6}
+try:
+    ad.minimize(lambda x: np.sum((x - 1.0) ** 2) + 0.1 * np.sum(x[1:] * x[:-1]),
+                np.zeros(n), method="ipopt", bounds=[(-10, 10)] * n, options=options)
+except KeyboardInterrupt as exc:
+    where = "/".join(frame.name for frame in traceback.extract_tb(exc.__traceback__))
+    print("interrupted", where, time.perf_counter() - sent[0])
+else:
+    print("finished")
+'''
+
+
+@needs_ipopt
+def test_ctrl_c_stops_an_ipopt_solve_with_keyboard_interrupt():
+    # before: 'Exception ignored from cffi callback ... KeyboardInterrupt'
+    # and the solve went on.  A Ctrl-C lands at IPOPT's next callback
+    # (within one of its iterations, a fraction of a second here)
+    try:
+        out = subprocess.run([sys.executable, "-c", IPOPT_CTRL_C_SCRIPT],
+                             capture_output=True, text=True, timeout=120,
+                             cwd=Path(ad.__file__).parent.parent)
+    except subprocess.TimeoutExpired:
+        pytest.fail("Ctrl-C did not stop minimize(method='ipopt') in 120 s")
+    assert out.returncode == 0, out.stderr
+    assert "Exception ignored" not in out.stderr, out.stderr
+    word, where, delay = out.stdout.split()
+    # raised out of minimize once IPOPT stopped, as itself
+    assert word == "interrupted"
+    assert where.startswith("<module>/minimize/minimize_ipopt"), where
+    assert float(delay) < 10.0          # generous: the machine may be busy
+
+
+class _CountedProblems:
+    """IPOPT's C functions, counting the problems made and freed."""
+
+    def __init__(self, lib):
+        self._lib, self.made, self.freed = lib, 0, 0
+
+    def __getattr__(self, name):
+        return getattr(self._lib, name)
+
+    def CreateIpoptProblem(self, *args):
+        self.made += 1
+        return self._lib.CreateIpoptProblem(*args)
+
+    def FreeIpoptProblem(self, handle):
+        self.freed += 1
+        self._lib.FreeIpoptProblem(handle)
+
+
+@needs_ipopt
+@pytest.mark.parametrize("raised", [KeyboardInterrupt, ZeroDivisionError])
+def test_an_exception_from_the_callback_frees_ipopts_problem(monkeypatch, raised):
+    library = ipopt_library.load()
+    counted = _CountedProblems(library.lib)
+    monkeypatch.setattr(library, "lib", counted)
+
+    def callback(x):
+        if len(seen) == 3:
+            raise raised
+        seen.append(x)
+    seen = []
+    with pytest.raises(raised):
+        ad.minimize(hs071_f, HS071_X0, method="ipopt", bounds=[(1, 5)] * 4,
+                    constraints=HS071_CONSTRAINTS, callback=callback)
+    assert (counted.made, counted.freed) == (1, 1)
+    # and the next solve in this process runs as ever
+    res = ad.minimize(hs071_f, HS071_X0, method="ipopt", bounds=[(1, 5)] * 4,
+                      constraints=HS071_CONSTRAINTS)
+    assert res.success and abs(res.fun - HS071_F) < 1e-6
+    assert (counted.made, counted.freed) == (2, 2)

@@ -104,6 +104,66 @@ def test_keyboard_interrupt_during_a_long_sweep_leaves_the_tape_consistent():
     assert x.grad == 1.0
 
 
+EXTERN_CTRL_C_SCRIPT = """
+import os, signal, threading, time, traceback
+import numpy as np
+import pyautodiff as ad
+
+runs = []
+
+
+def double(u):
+    runs.append(1)
+    return 2.0 * u
+
+
+op = ad.custom_op(double, lambda g, out, u: (2.0 * g,))
+
+
+def f(x):
+    for _ in range(20):            # C work before the extern entry
+        x = np.sin(x)
+    return np.sum(op(x))
+
+
+x = np.linspace(0.0, 1.0, 1_000_000)
+replay = ad.record(f, x)
+start = time.perf_counter()
+replay(x)
+took = time.perf_counter() - start
+before = len(runs)
+
+
+def ctrl_c():
+    time.sleep(took / 2)           # while the C sweep runs the sines
+    os.kill(os.getpid(), signal.SIGINT)
+
+
+threading.Thread(target=ctrl_c, daemon=True).start()
+try:
+    replay(x)
+    print("finished", len(runs) - before)
+except KeyboardInterrupt as exc:
+    print("interrupted", traceback.extract_tb(exc.__traceback__)[-1].name)
+"""
+
+
+def test_ctrl_c_during_a_sweep_lands_at_the_next_extern_rule():
+    # a Ctrl-C pending while C runs is raised at the extern callback's
+    # first instruction: it stops the sweep and comes out as itself.
+    # Before, cffi printed 'Exception ignored' and returned 0, which the
+    # sweep took for the rule's success: the op's output was not computed
+    import os
+    import subprocess
+    import sys
+    out = subprocess.run([sys.executable, "-c", EXTERN_CTRL_C_SCRIPT],
+                         capture_output=True, text=True, timeout=300,
+                         cwd=os.path.dirname(os.path.dirname(ad.__file__)))
+    assert out.returncode == 0, out.stderr
+    assert "Exception ignored" not in out.stderr, out.stderr
+    assert out.stdout.split() == ["interrupted", "pyautodiff_extern_forward"]
+
+
 @pytest.mark.skipif(bool(__import__("os").environ.get("PYAUTODIFF_SANITIZED")),
                     reason="AddressSanitizer reserves more address space than the limit")
 def test_real_allocation_failure_under_an_address_space_limit():

@@ -446,10 +446,133 @@ def test_lbfgs_result_reads_like_scipys():
     for field in ("x", "fun", "jac", "nit", "nfev", "njev", "status",
                   "success", "message"):
         assert getattr(res, field) is res[field]
+    with pytest.raises(AttributeError):
+        res.hess_inv
+
+
+# --- the result: scipy's OptimizeResult for every method --------------------------
+
+ALL_METHODS = ["lbfgs", "ipopt"] + SCIPY_METHODS + ["trust-constr with constraints",
+                                                    "SLSQP with constraints"]
+
+
+@needs_scipy
+@pytest.mark.parametrize("method", ALL_METHODS)
+def test_every_method_returns_scipys_optimize_result(method):
+    # (method='ipopt' and 'lbfgs' returned a class of pyautodiff's own)
+    from pyautodiff import ipopt_library
+    name, _, constrained = method.partition(" with ")
+    kwargs = {}
+    if name == "ipopt":
+        try:
+            ipopt_library.load()
+        except ImportError:
+            pytest.skip("no IPOPT library is installed")
+    if name == "ipopt" or constrained:
+        kwargs = dict(bounds=[(-5, 5)] * 3,
+                      constraints={"type": "ineq", "fun": lambda x: 2.0 - x[0]})
+    res = ad.minimize(lambda x: np.sum((x - 1.0) ** 2), np.zeros(3), method=name,
+                      **kwargs)
+    assert type(res) is so.OptimizeResult
+    assert res.success, res.message
+    assert res.x == pytest.approx(np.ones(3), abs=1e-3)
+    assert res.fun == pytest.approx(0.0, abs=1e-6)
+    fields = {"x", "fun", "status", "success", "message"}
+    if name not in ("Nelder-Mead", "Powell"):
+        fields.add("nit")
+    if kwargs:
+        fields |= {"multipliers", "bound_multipliers", "constr"}
+        # the constraint and the bounds are inactive: no force
+        np.testing.assert_allclose(np.concatenate(res.multipliers), [0], atol=1e-5)
+        np.testing.assert_allclose(res.bound_multipliers, 0, atol=1e-5)
+        np.testing.assert_allclose(np.concatenate(res.constr), [1.0], atol=1e-3)
+    assert fields <= set(res), fields - set(res)
+    for field in fields:
+        assert getattr(res, field) is res[field]
+
+
+def test_without_scipy_the_result_is_pyautodiffs_own(monkeypatch):
+    from pyautodiff import result
+    monkeypatch.setitem(sys.modules, "scipy", None)
+    monkeypatch.setitem(sys.modules, "scipy.optimize", None)
+    res = ad.minimize(lambda x: np.sum((x - 1.0) ** 2), np.zeros(3),
+                      method="lbfgs")
+    assert type(res) is result.OptimizeResult
+    assert res.success and res.x == pytest.approx(np.ones(3))
     text = repr(res)
     assert "fun: " in text and "message: 'converged" in text
     with pytest.raises(AttributeError):
         res.hess_inv
+
+
+# --- Ctrl-C and the callbacks' KeyboardInterrupt -----------------------------------
+
+SCIPY_CTRL_C_SCRIPT = """
+import os, signal, sys, threading, time, traceback
+import numpy as np
+import pyautodiff as ad
+
+method, n = sys.argv[1], int(sys.argv[2])
+running = threading.Event()
+sent = []
+
+
+def ctrl_c():
+    running.wait()
+    time.sleep(0.3)
+    sent.append(time.perf_counter())
+    os.kill(os.getpid(), signal.SIGINT)
+
+
+threading.Thread(target=ctrl_c, daemon=True).start()
+rosen = lambda x: np.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)
+kwargs = {}
+if len(sys.argv) > 3:
+    kwargs["constraints"] = {"type": "ineq", "fun": lambda x: 1e6 - np.sum(x ** 2)}
+try:
+    # no tolerance can be met: minutes of iterations at these n; the
+    # callback only says when the method runs
+    ad.minimize(rosen, np.full(n, -1.2), method=method, tol=1e-300,
+                options={"maxiter": 10 ** 8}, callback=lambda *a, **k: running.set(),
+                **kwargs)
+except KeyboardInterrupt as exc:
+    names = [frame.name for frame in traceback.extract_tb(exc.__traceback__)]
+    print("interrupted", names[1], time.perf_counter() - sent[0])
+else:
+    print("finished")
+"""
+
+
+@needs_scipy
+@pytest.mark.parametrize("method, n, constrained", [
+    ("L-BFGS-B", 20_000, False), ("Newton-CG", 20_000, False), ("TNC", 20_000, False),
+    ("SLSQP", 300, True), ("trust-constr", 2000, True)])
+def test_ctrl_c_stops_scipys_methods_promptly(method, n, constrained):
+    args = [sys.executable, "-c", SCIPY_CTRL_C_SCRIPT, method, str(n)]
+    try:
+        out = subprocess.run(args + ["constrained"] * constrained, capture_output=True,
+                             text=True, cwd=_root(), timeout=120)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"Ctrl-C did not stop minimize(method={method!r}) in 120 s")
+    assert out.returncode == 0, out.stderr
+    assert "Exception ignored" not in out.stderr, out.stderr
+    word, where, delay = out.stdout.split()
+    assert (word, where) == ("interrupted", "minimize")
+    assert float(delay) < 10.0          # generous: the machine may be busy
+
+
+@pytest.mark.parametrize("method", ["lbfgs", pytest.param("L-BFGS-B", marks=needs_scipy),
+                                    pytest.param("trust-constr", marks=needs_scipy)])
+def test_a_keyboard_interrupt_from_the_callback_comes_out_of_minimize(method):
+    calls = []
+
+    def callback(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+    with pytest.raises(KeyboardInterrupt):
+        ad.minimize(rosen, np.zeros(10), method=method, callback=callback)
+    assert len(calls) == 3
 
 
 # --- bad input and faults ---------------------------------------------------------

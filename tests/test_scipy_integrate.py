@@ -329,3 +329,52 @@ def test_a_traced_value_in_an_object_odeint_cannot_see_is_refused_by_what_it_is(
     with pytest.raises(TypeError, match="list, tuple or dict"):
         ad.grad(lambda k: np.sum(odeint(lambda y, s, p: -p.k * y, np.ones(2), t,
                                         (Params(k),))))(2.0)
+
+
+ODEINT_CTRL_C_SCRIPT = """
+import os, signal, threading, time, traceback
+import numpy as np
+import pyautodiff as ad
+from pyautodiff.scipy_integrate import odeint
+
+t = np.linspace(0.0, 200.0, 201)
+
+
+def loss(k):
+    y = odeint(lambda y, s, k: np.array([y[1], -k * y[0]]), np.array([1.0, 0.0]),
+               t, (k,), rtol=1e-10, atol=1e-10)
+    return np.sum(y[:, 0] ** 2)
+
+
+sent = []
+
+
+def ctrl_c():
+    time.sleep(1.0)         # into the adjoint's integrations (tens of seconds)
+    sent.append(time.perf_counter())
+    os.kill(os.getpid(), signal.SIGINT)
+
+
+threading.Thread(target=ctrl_c, daemon=True).start()
+try:
+    ad.grad(loss)(1.3)
+    print("finished")
+except KeyboardInterrupt as exc:
+    print("interrupted", time.perf_counter() - sent[0])
+"""
+
+
+def test_ctrl_c_stops_a_gradient_through_odeint():
+    # the adjoint integrates inside the reverse sweep's extern rule, its
+    # func called back by scipy's integrator: the interrupt comes out of
+    # ad.grad as itself, promptly
+    import os
+    import subprocess
+    import sys
+    out = subprocess.run([sys.executable, "-c", ODEINT_CTRL_C_SCRIPT],
+                         capture_output=True, text=True, timeout=300,
+                         cwd=os.path.dirname(os.path.dirname(ad.__file__)))
+    assert out.returncode == 0, out.stderr
+    assert "Exception ignored" not in out.stderr, out.stderr
+    word, delay = out.stdout.split()
+    assert word == "interrupted" and float(delay) < 10.0    # (a busy machine)
