@@ -367,4 +367,33 @@ int ad_replay_check(ad_tape *t, const ad_replay_plan *p, int64_t *n);
 int ad_replay(ad_tape *t, const ad_replay_plan *p, const double *x, int mode,
               int check, double *f, double *g, int64_t *flipped);
 
+/* One recording replayed at many points (csrc/many.c): point k's inputs
+ * are x[k * nx ...] in the plan's layout.  AD_REPLAY_VALUES: entry out's
+ * nout values into f[k * nout ...]; AD_REPLAY_GRAD: the objective into
+ * f[k] and its gradient into g[k * nx ...].  flipped[k]: the first guard
+ * that does not hold at point k (its row is left as it was), or -1.  The
+ * points are split among nthreads threads, each replaying on a copy of
+ * the tape (ad_tape_copy), so t itself is left as it was; no extern entry
+ * may call Python.  Each row is bit for bit ad_replay's at its point.    */
+typedef struct ad_many {
+    const ad_replay_plan *plan;
+    int64_t npoints;
+    const double *x;
+    int64_t nx;
+    int mode;
+    int64_t out;
+    int64_t nout;
+    double *f;
+    double *g;
+    int64_t *flipped;
+    int nthreads;
+} ad_many;
+
+int ad_replay_many(ad_tape *t, ad_many *m);
+/* A copy of t that replays on its own (columns, blocks' values and maps;
+ * no extern callbacks), or NULL where memory is short; freed by
+ * ad_tape_copy_free. */
+ad_tape *ad_tape_copy(const ad_tape *t);
+void ad_tape_copy_free(ad_tape *c);
+
 #endif

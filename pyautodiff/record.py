@@ -26,7 +26,7 @@ import io
 
 import numpy as np
 
-from . import _core, sparse, tapefile
+from . import _core, batch, sparse, tapefile
 from ._core import ffi, lib
 from .pytree import flatten
 from .tape import state
@@ -217,6 +217,17 @@ class Recorded:
         self._replay(args[:-1])
         return self.trace.jvp(args[-1])
 
+    def map(self, *args, method="value", in_axes=0, threads=None, errors="raise"):
+        """method ("value", "grad", "value_and_grad", "jacobian", "hessian",
+        "hvp", "jvp", the sparse ones) at every point of a batch: the
+        arguments with in_axes 0 carry the points on axis 0, those with
+        None are shared; the results stacked on a leading axis, each row
+        the single call's.  The value and gradient run in C on `threads`
+        threads (every core by default).  A point where a guard flips
+        raises BranchError naming it, or with errors="nan" gives a row of
+        NaN (see batch.py)."""
+        return batch.map_recording(self, args, method, in_axes, threads, errors)
+
     # -- sparse derivatives (sparse.py): pattern and colouring made once -----
 
     @_one_at_a_time
@@ -375,6 +386,22 @@ class Function:
 
     def jvp(self, *args):
         return self._at(args[:-1], lambda trace: trace.jvp(args[-1]))
+
+    def map(self, *args, method="value", in_axes=0, threads=None, errors="raise"):
+        """Recorded.map on the recording for the first point's arguments;
+        the points where one of its guards flips are computed one by one,
+        recorded again there (batch.map_function)."""
+        return batch.map_function(self, args, method, in_axes, threads, errors)
+
+    def recording(self, args):
+        """The recording for args (made now if there is none for their
+        structure); its guards are not checked at args."""
+        key = tuple(flatten(a, f"{self.fn.__name__}: argument {k}")[1]
+                    for k, a in enumerate(args))
+        rec = self.recordings.get(key)
+        if rec is None:
+            rec = self.recordings[key] = Recorded(self.fn, args, self.argnum)
+        return rec
 
 
 def function(f=None, *, argnum=0):

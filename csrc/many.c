@@ -1,0 +1,208 @@
+/* many.c -- one recording replayed at many points, on several threads.
+ *
+ * A replay writes the tape's values, adjoints and gradients, so threads
+ * cannot share one tape: each thread replays on a copy of its own
+ * (ad_tape_copy: the columns and every block's values and index map,
+ * nothing of the sweeps' scratch), the points split among the threads in
+ * contiguous runs.  Each point is ad_replay's, so a row is bit for bit the
+ * single replay at that point.  The copy owns its blocks' values, which in
+ * the tape are the Python Arrays' memory.  No Python runs here: a tape
+ * whose extern entries call Python (custom ops, linalg) is replayed by the
+ * caller point by point instead (record.py decides).                    */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+static double *copy_doubles(const double *src, int64_t n)
+{
+    double *p = malloc((size_t)(n ? n : 1) * sizeof *p);
+    if (p && n)
+        memcpy(p, src, (size_t)n * sizeof *p);
+    return p;
+}
+
+void ad_tape_copy_free(ad_tape *c)
+{
+    if (!c)
+        return;
+    for (int64_t k = 0; k < c->nblk; ++k) {
+        free(c->blk[k].val);            /* the copy's own, not Python's */
+        c->blk[k].val = 0;
+    }
+    ad_tape_free(c);
+}
+
+ad_tape *ad_tape_copy(const ad_tape *t)
+{
+    const int64_t n = ad_len(t), nblk = AD_COUNT_LOAD(t->nblk);
+    ad_tape *c = ad_tape_new();
+    if (!c)
+        return 0;
+    if (ad_tape_reserve(c, n ? n : 1) != AD_OK ||
+        ad_tape_reserve_blocks(c, nblk ? nblk : 1) != AD_OK) {
+        ad_tape_free(c);
+        return 0;
+    }
+    if (n) {
+        memcpy(c->op, t->op, (size_t)n * sizeof *c->op);
+        memcpy(c->a, t->a, (size_t)n * sizeof *c->a);
+        memcpy(c->b, t->b, (size_t)n * sizeof *c->b);
+        memcpy(c->aux, t->aux, (size_t)n * sizeof *c->aux);
+        memcpy(c->imm, t->imm, (size_t)n * sizeof *c->imm);
+        memcpy(c->val, t->val, (size_t)n * sizeof *c->val);
+        memcpy(c->variable, t->variable, (size_t)n * sizeof *c->variable);
+        for (int64_t i = 0; i < n; ++i)     /* a sweep's marks stay behind */
+            c->flags[i] = t->flags[i] & (uint8_t)~(AD_FLAG_MARK | AD_FLAG_HAS_GRAD);
+        memset(c->adj, 0, (size_t)n * sizeof *c->adj);
+        memset(c->grad, 0, (size_t)n * sizeof *c->grad);
+    }
+    for (int64_t k = 0; k < nblk; ++k) {
+        const ad_block *src = &t->blk[k];
+        ad_block *dst = &c->blk[k];
+        *dst = *src;
+        dst->adj = dst->grad = dst->tan = dst->dadj = 0;
+        dst->grad_borrowed = dst->adj_unset = dst->second_unset = 0;
+        dst->map = 0;
+        dst->val = copy_doubles(src->val, src->size);
+        if (dst->val && src->map) {
+            dst->map = malloc((size_t)(src->nmap ? src->nmap : 1) * sizeof *dst->map);
+            if (dst->map && src->nmap)
+                memcpy(dst->map, src->map, (size_t)src->nmap * sizeof *dst->map);
+        }
+        c->nblk = k + 1;                /* (what the copy's free releases) */
+        if (!dst->val || (src->map && !dst->map)) {
+            ad_tape_copy_free(c);
+            return 0;
+        }
+    }
+    c->n = n;
+    return c;
+}
+
+/* One thread's share: points lo .. hi - 1 on a copy of the tape. */
+typedef struct share {
+    const ad_tape *tape;
+    const ad_many *m;
+    int64_t lo, hi;
+    int status;
+    char errmsg[sizeof ((ad_tape *)0)->errmsg];
+} share;
+
+static void keep_error(share *s, const ad_tape *t)
+{
+    memcpy(s->errmsg, t->errmsg, sizeof s->errmsg);
+}
+
+static void *replay_share(void *arg)
+{
+    share *s = arg;
+    const ad_many *m = s->m;
+    ad_tape *c = ad_tape_copy(s->tape);
+    if (!c) {
+        s->status = AD_ENOMEM;
+        snprintf(s->errmsg, sizeof s->errmsg, "out of memory copying the "
+                 "recording for a thread of map");
+        return 0;
+    }
+    for (int64_t k = s->lo; k < s->hi; ++k) {
+        double fk = 0.0;
+        double *g = m->mode == AD_REPLAY_VALUES ? 0 : m->g + k * m->nx;
+        int status = ad_replay(c, m->plan, m->x + k * m->nx, m->mode, 0, &fk, g,
+                               &m->flipped[k]);
+        if (status != AD_OK) {
+            s->status = status;
+            keep_error(s, c);
+            break;
+        }
+        if (m->flipped[k] >= 0)
+            continue;
+        if (m->mode != AD_REPLAY_VALUES) {
+            m->f[k] = fk;
+        } else if (c->aux[m->out] < 0) {
+            m->f[k * m->nout] = c->val[m->out];
+        } else {
+            memcpy(m->f + k * m->nout, c->blk[c->aux[m->out]].val,
+                   (size_t)m->nout * sizeof *m->f);
+        }
+    }
+    ad_tape_copy_free(c);
+    return 0;
+}
+
+int ad_replay_many(ad_tape *t, ad_many *m)
+{
+    int64_t nx;
+    int status = ad_replay_check(t, m->plan, &nx);
+    if (status != AD_OK)
+        return status;
+    if (m->npoints < 0 || m->nthreads < 1 || nx != m->nx || !m->flipped ||
+        (m->npoints && (!m->f || (nx && !m->x))))
+        return ad_fail(t, AD_EINVAL, -1, "map: a bad batch (%lld points of "
+                       "%lld numbers, the recording takes %lld)",
+                       (long long)m->npoints, (long long)m->nx, (long long)nx);
+    if (m->mode == AD_REPLAY_VALUES) {
+        if (m->out < 0 || m->out >= ad_len(t) || t->aux[m->out] >= AD_COUNT_LOAD(t->nblk) ||
+            m->nout != (t->aux[m->out] < 0 ? 1 : t->blk[t->aux[m->out]].size))
+            return ad_fail(t, AD_EINVAL, -1, "map: the result entry %lld does "
+                           "not hold %lld numbers", (long long)m->out,
+                           (long long)m->nout);
+    } else if (m->mode != AD_REPLAY_GRAD || m->plan->output < 0 ||
+               (m->npoints && nx && !m->g)) {
+        return ad_fail(t, AD_EINVAL, -1, "map: a gradient needs an objective "
+                       "entry and room for every point's gradient");
+    }
+    for (int64_t i = 0; i < ad_len(t); ++i)
+        if (t->op[i] == AD_EXTERN && !ad_native_matmul(t, i))
+            return ad_fail(t, AD_EINVAL, i, "map: entry %lld is an extern op "
+                           "whose rules are Python code, which threads "
+                           "without Python cannot run", (long long)i);
+    int nthreads = m->nthreads;
+    if (nthreads > m->npoints)
+        nthreads = m->npoints ? (int)m->npoints : 1;
+    share *shares = calloc((size_t)nthreads, sizeof *shares);
+    pthread_t *ids = calloc((size_t)nthreads, sizeof *ids);
+    if (!shares || !ids) {
+        free(shares);
+        free(ids);
+        return ad_fail(t, AD_ENOMEM, -1, "out of memory for map's threads");
+    }
+    int64_t per = m->npoints / nthreads, extra = m->npoints % nthreads, lo = 0;
+    int started = 0;
+    for (int k = 0; k < nthreads; ++k) {
+        shares[k].tape = t;
+        shares[k].m = m;
+        shares[k].lo = lo;
+        lo += per + (k < extra);
+        shares[k].hi = lo;
+    }
+    /* the caller's thread takes the first share: one thread starts none */
+    for (int k = 1; k < nthreads; ++k) {
+        if (pthread_create(&ids[k], 0, replay_share, &shares[k]) != 0) {
+            shares[k].status = AD_ENOMEM;
+            snprintf(shares[k].errmsg, sizeof shares[k].errmsg,
+                     "map: could not start a thread");
+            break;
+        }
+        started = k;
+    }
+    replay_share(&shares[0]);
+    for (int k = 1; k <= started; ++k)
+        pthread_join(ids[k], 0);
+    status = AD_OK;
+    for (int k = 0; k < nthreads && status == AD_OK; ++k) {
+        if (shares[k].status != AD_OK) {
+            status = shares[k].status;
+            memcpy(t->errmsg, shares[k].errmsg, sizeof t->errmsg);
+            t->err_index = -1;
+        }
+    }
+    /* a thread that could not start leaves its points undone: an error */
+    if (status == AD_OK && started + 1 < nthreads && m->npoints)
+        status = ad_fail(t, AD_ENOMEM, -1, "map: could not start a thread");
+    free(shares);
+    free(ids);
+    return status;
+}

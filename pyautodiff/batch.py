@@ -1,0 +1,345 @@
+"""``F.map``: one recording evaluated at many points in one call.
+
+``F.map(*args, method="value", in_axes=0, threads=None, errors="raise")``
+evaluates ``getattr(F, method)`` at every point of a batch: an argument
+with in_axes 0 carries the points on its leading axis (every array of a
+list, tuple or dict argument does), one with None is shared by all of
+them, as ``jax.vmap`` has it.  The results are stacked on a leading axis,
+each row bit for bit the single call's at that point.
+
+The value of a recording whose result is one entry, and the value and
+gradient of one whose result is a scalar, run in C (csrc/many.c): the
+points are split among ``threads`` threads (every core the process may
+use by default), each replaying on its own copy of the tape with the GIL
+released.  Every other method, and recordings with extern ops whose rules
+are Python code, go point by point through the method itself.  Points go
+to C in chunks of about a tenth of a second, so Ctrl-C lands between two
+of them.
+
+A point where a guard flips raises ``BranchError`` naming the point and
+the decision (``errors="raise"``), or gives a row of NaN while the others
+are computed (``errors="nan"``).
+"""
+import os
+
+import numpy as np
+
+from . import _core
+from ._core import ffi, lib
+from .pytree import flatten, unflatten
+
+METHODS = ("value", "grad", "value_and_grad", "jacobian", "hessian", "hvp", "jvp",
+           "sparse_jacobian", "sparse_hessian")
+# numbers of tape entries a C call of map works through, about (a chunk of
+# points takes some 0.1 s, so an interrupt lands soon)
+_CHUNK_WORK = 1 << 23
+
+
+def default_threads():
+    """The cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):       # (not on every platform)
+        return os.cpu_count() or 1
+
+
+class _Batch:
+    """The arguments of map split into points: `count` points, point k's
+    arguments by args_at(k), and the flat rows of the replay plan's layout
+    (every argument's leaves in order) by rows()."""
+
+    def __init__(self, rec, args, axes):
+        name = rec.name
+        self.count = None
+        self.vector = None      # hvp's and jvp's vectors, one per point
+        self.leaves = []        # per argument: (structure, [its leaves], axis)
+        for k, (arg, axis) in enumerate(zip(args, axes)):
+            want = rec.trace.structures[k]
+            what = f"{name}.map: argument {k}"
+            values, st = flatten(arg, what)
+            values = [np.asarray(getattr(v, "_d", v), dtype=np.float64) for v in values]
+            # (a batched float is an array of floats: only the nesting is kept)
+            if st.node != want.node or (axis is None and st.kinds != want.kinds):
+                raise TypeError(f"{what} does not have the structure the "
+                                "recording was made with")
+            if axis == 0:
+                for v in values:
+                    if v.ndim == 0:
+                        raise ValueError(f"{what}: a batched argument needs an "
+                                         "axis 0 of points")
+                    if self.count is not None and v.shape[0] != self.count:
+                        raise ValueError(f"{what} has {v.shape[0]} points on "
+                                         f"axis 0, an earlier one {self.count}")
+                    self.count = v.shape[0]
+            shapes = tuple(v.shape[1:] if axis == 0 else v.shape for v in values)
+            if shapes != tuple(want.shapes):
+                raise ValueError(f"{what} has points of shape {_shown(shapes, want)}, "
+                                 f"recorded with {_shown(want.shapes, want)}")
+            self.leaves.append((want, values, axis))
+        if self.count is None:
+            raise ValueError(f"{name}.map: no argument is batched (in_axes "
+                             "names none with 0)")
+
+    def args_at(self, k):
+        out = []
+        for st, values, axis in self.leaves:
+            point = [v[k] if axis == 0 else v for v in values]
+            out.append(unflatten(st, [float(p) if kind == "float" else np.array(p)
+                                      for p, kind in zip(point, st.kinds)]))
+        return out
+
+    def rows(self):
+        """(count, n) float64 rows, C-contiguous: each point's leaves flat."""
+        n = self.count
+        parts = []
+        for _, values, axis in self.leaves:
+            for v in values:
+                size = _point_size(v, axis)
+                parts.append(v.reshape(n, size) if axis == 0
+                             else np.broadcast_to(v.reshape(1, size), (n, size)))
+        if not parts:
+            return np.zeros((n, 0))
+        return np.ascontiguousarray(np.concatenate(parts, axis=1), dtype=np.float64)
+
+
+def _point_size(v, axis):
+    return int(np.prod(v.shape[1:] if axis == 0 else v.shape, dtype=np.int64))
+
+
+def _axes(in_axes, nargs, name):
+    axes = [in_axes] * nargs if in_axes is None or isinstance(in_axes, int) \
+        else list(in_axes)
+    if len(axes) != nargs or any(a not in (0, None) or isinstance(a, bool) for a in axes):
+        raise ValueError(f"{name}.map: in_axes must be 0 or None, or one of them "
+                         f"per argument ({nargs}), not {in_axes!r}")
+    return axes
+
+
+def _shown(shapes, want):
+    return shapes[0] if want.node is None else list(shapes)
+
+
+def _nan_like(row):
+    if isinstance(row, tuple):
+        return tuple(_nan_like(r) for r in row)
+    return np.full(np.shape(row), np.nan)
+
+
+def _stacked(rows):
+    """The rows of the points stacked on a leading axis (tuples member by
+    member)."""
+    first = rows[0]
+    if isinstance(first, tuple):
+        return tuple(_stacked([r[i] for r in rows]) for i in range(len(first)))
+    return np.stack([np.asarray(r, dtype=np.float64) for r in rows])
+
+
+def check_method(method, name):
+    if method not in METHODS:
+        raise ValueError(f"{name}.map: method must be one of "
+                         f"{', '.join(METHODS)}, not {method!r}")
+
+
+def _checked_options(name, errors, threads):
+    if errors not in ("raise", "nan"):
+        raise ValueError(f"{name}.map: errors must be 'raise' or 'nan', "
+                         f"not {errors!r}")
+    threads = default_threads() if threads is None else threads
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+        raise ValueError(f"{name}.map: threads must be a positive int or "
+                         f"None, not {threads!r}")
+    return threads
+
+
+def map_recording(rec, args, method, in_axes, threads, errors):
+    """F.map (see the module docstring)."""
+    check_method(method, rec.name)
+    threads = _checked_options(rec.name, errors, threads)
+    out, failed, _ = _map(rec, args, method, in_axes, threads)
+    if failed and errors == "raise":
+        k, what = failed[0]
+        raise _branch_error(rec, k, what)
+    return out
+
+
+def map_function(function, args, method, in_axes, threads, errors):
+    """@ad.function's map: Recorded.map on the recording for the first
+    point's arguments; the points where one of its guards flips are then
+    computed one by one by the function itself (recorded again there), so
+    that every row is f's."""
+    name = function.fn.__name__
+    check_method(method, name)
+    if method.startswith("sparse"):
+        raise ValueError(f"{name}.map: {method} is a recording's method: "
+                         "map ad.record(f, x0) instead")
+    threads = _checked_options(name, errors, threads)
+    nargs = len(args) - (method in ("hvp", "jvp"))
+    axes = _axes(in_axes, len(args), name)
+    first = [a if axis is None else _first_point(a) for a, axis in zip(args[:nargs], axes)]
+    rec = function.recording(first)
+    out, failed, batch = _map(rec, args, method, in_axes, threads)
+    call = function if method == "value" else getattr(function, method)
+    for k, _ in failed:
+        point = batch.args_at(k)
+        if batch.vector is not None:
+            point.append(np.array(batch.vector[k]))
+        _set_row(out, k, call(*point))
+    return out
+
+
+def _first_point(arg):
+    """A batched argument's first point (every leaf's row 0)."""
+    values, st = flatten(arg, "map")
+    return unflatten(st, [np.asarray(getattr(v, "_d", v), dtype=np.float64)[0]
+                          for v in values])
+
+
+def _set_row(out, k, row):
+    if isinstance(out, tuple):
+        for o, r in zip(out, row):
+            _set_row(o, k, r)
+    else:
+        out[k] = row.toarray() if hasattr(row, "toarray") else row
+
+
+def _map(rec, args, method, in_axes, threads):
+    """(results, [(point, what flipped)], the batch): the failed points'
+    rows NaN."""
+    nargs = rec.nargs + (method in ("hvp", "jvp"))     # (the vector: last)
+    if len(args) != nargs:
+        raise TypeError(f"{rec.name}.map: {method} of the recording takes "
+                        f"{nargs} argument{'' if nargs == 1 else 's'}, not {len(args)}")
+    axes = _axes(in_axes, nargs, rec.name)
+    batch = _Batch(rec, args[:rec.nargs], axes[:rec.nargs])
+    if nargs > rec.nargs:
+        vector = np.asarray(args[-1], dtype=np.float64)
+        if axes[-1] == 0 and (vector.ndim == 0 or vector.shape[0] != batch.count):
+            raise ValueError(f"{rec.name}.map: the vector has {np.shape(vector)[:1]} "
+                             f"points on axis 0, the arguments {batch.count}")
+        if axes[-1] is None:
+            vector = np.broadcast_to(vector, (batch.count,) + vector.shape)
+        batch.vector = vector
+    native = _native(rec, method)
+    if native is not None:
+        out, failed = _in_c(rec, batch, native, threads)
+    else:
+        out, failed = _point_by_point(rec, batch, method)
+    return out, failed, batch
+
+
+def _native(rec, method):
+    """What C computes for method: "value" (the result entry's values) or
+    "value_and_grad"; None where it goes point by point."""
+    tape = rec.trace.tape
+    if tape.externs and any(not _computed(tape, i) for i in tape.externs):
+        return None
+    if method == "value":
+        leaves, st = rec.trace.outputs()
+        if st.node is None and rec.trace.entry_of(leaves[0]) is not None:
+            return "value"
+        return None
+    if method in ("grad", "value_and_grad") and rec._objective is not None \
+            and isinstance(rec.trace.argnum, int):
+        return method
+    return None
+
+
+def _computed(tape, i):
+    """Whether extern entry i is computed in C (a small matrix product)."""
+    c = tape._c
+    return c.aux[i] >= 0 and c.imm[i] == lib.AD_EXTERN_MATMUL
+
+
+def _in_c(rec, batch, kind, threads):
+    tr = rec.trace
+    tape = tr.tape
+    n = batch.count
+    x = batch.rows()
+    nx = x.shape[1]
+    if kind == "value":
+        leaves, _ = tr.outputs()
+        out = leaves[0]
+        shape = np.shape(out._d)
+        nout = int(np.prod(shape, dtype=np.int64))
+        f = np.empty((n, nout))
+        g = None
+    else:
+        f = np.empty(n)
+        g = np.empty((n, nx))
+    flipped = np.full(n, -1, dtype=np.int64)
+    m = ffi.new("ad_many *")
+    m.plan = rec.plan
+    m.nx = nx
+    m.mode = lib.AD_REPLAY_VALUES if kind == "value" else lib.AD_REPLAY_GRAD
+    m.nthreads = threads
+    if kind == "value":
+        m.out, m.nout = out._i, nout
+    step = max(threads, threads * (_CHUNK_WORK // max(len(tape), 1)))
+    with tape.lock:
+        tape._check_open()
+        tape.flush()
+        for lo in range(0, n, step):
+            hi = min(n, lo + step)
+            m.npoints = hi - lo
+            m.x = ffi.from_buffer("double[]", x[lo:hi]) if nx else ffi.NULL
+            m.f = ffi.from_buffer("double[]", f[lo:hi])
+            m.g = ffi.from_buffer("double[]", g[lo:hi]) if g is not None and nx \
+                else ffi.NULL
+            m.flipped = ffi.from_buffer("int64_t[]", flipped[lo:hi])
+            _core.check(lib.ad_replay_many(tape._c, m), tape._c, tape)
+    bad = np.flatnonzero(flipped >= 0)
+    failed = [(int(k), rec._guard_what[flipped[k]]) for k in bad]
+    f[bad] = np.nan
+    if g is not None:
+        g[bad] = np.nan
+    if kind == "value":
+        return f.reshape((n,) + shape), failed
+    k = tr.argnums[0]
+    st = tr.structures[k]
+    lo = sum(_size(tr.structures[j]) for j in range(k))
+    grads = g[:, lo:lo + _size(st)]
+    grads = unflatten(st, _leaf_rows(st, grads, n)) if st.node is not None \
+        else grads.reshape((n,) + st.shapes[0])
+    return (grads if kind == "grad" else (f, grads)), failed
+
+
+def _size(st):
+    return sum(int(np.prod(s, dtype=np.int64)) for s in st.shapes)
+
+
+def _leaf_rows(st, g, n):
+    out, at = [], 0
+    for s in st.shapes:
+        size = int(np.prod(s, dtype=np.int64))
+        out.append(g[:, at:at + size].reshape((n,) + tuple(s)))
+        at += size
+    return out
+
+
+def _branch_error(rec, k, what):
+    from .record import BranchError
+    return BranchError(f"point {k} of the batch: " + rec._flipped_message(what))
+
+
+def _point_by_point(rec, batch, method):
+    from .record import BranchError
+    fn = rec.__call__ if method == "value" else getattr(rec, method)
+    rows, failed = [], []
+    for k in range(batch.count):
+        point = batch.args_at(k)
+        if batch.vector is not None:
+            point.append(np.array(batch.vector[k]))
+        try:
+            rows.append(fn(*point))
+        except BranchError as e:
+            rows.append(None)
+            failed.append((k, str(e)))
+    if failed:
+        template = next((r for r in rows if r is not None), None)
+        if template is None:            # no row to take the shape of
+            k, what = failed[0]
+            raise BranchError(f"point {k} of the batch (and every other): {what}")
+        rows = [_nan_like(template) if r is None else r for r in rows]
+    if not rows:
+        return np.zeros((0,)), failed
+    return _stacked([r.toarray() if hasattr(r, "toarray") else r for r in rows]), failed

@@ -1,0 +1,201 @@
+"""F.map: one recording at many points in one call.  Every row is bit for
+bit the single call's at its point, for every method, in_axes, thread
+count, guard flip (raised, or NaN rows) and input layout."""
+import threading
+
+import numpy as np
+import pytest
+
+import pyautodiff as ad
+
+RNG = np.random.default_rng(7)
+
+
+def rosen(x):
+    return np.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)
+
+
+def _rows(fn, points):
+    rows = [fn(p) for p in points]
+    if isinstance(rows[0], tuple):
+        return tuple(np.stack([np.asarray(r[i]) for r in rows]) for i in range(len(rows[0])))
+    return np.stack([np.asarray(r) for r in rows])
+
+
+def _same(got, want):
+    if isinstance(want, tuple):
+        assert isinstance(got, tuple) and len(got) == len(want)
+        for g, w in zip(got, want):
+            _same(g, w)
+        return
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.shape == want.shape, (got.shape, want.shape)
+    assert np.array_equal(got, want, equal_nan=True)
+
+
+X = RNG.normal(size=(37, 6))
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3, None])
+@pytest.mark.parametrize("method", ["value", "grad", "value_and_grad"])
+def test_value_and_gradient_in_c_bit_for_bit(method, threads):
+    F = ad.record(rosen, X[0])
+    single = F.__call__ if method == "value" else getattr(F, method)
+    _same(F.map(X, method=method, threads=threads), _rows(single, X))
+
+
+def test_the_other_methods_point_by_point():
+    F = ad.record(lambda x: np.tanh(x) * x[::-1], X[0])
+    _same(F.map(X[:5], method="jacobian"), _rows(F.jacobian, X[:5]))
+    _same(F.map(X[:5], method="sparse_jacobian"),
+          np.stack([F.sparse_jacobian(x).toarray() for x in X[:5]]))
+    G = ad.record(rosen, X[0])
+    _same(G.map(X[:5], method="hessian"), _rows(G.hessian, X[:5]))
+    _same(G.map(X[:5], method="sparse_hessian"),
+          np.stack([G.sparse_hessian(x).toarray() for x in X[:5]]))
+
+
+def test_hvp_and_jvp_take_a_vector_per_point_or_one_for_all():
+    F = ad.record(rosen, X[0])
+    V = RNG.normal(size=X.shape)
+    _same(F.map(X, V, method="hvp"), np.stack([F.hvp(x, v) for x, v in zip(X, V)]))
+    _same(F.map(X, V[0], method="hvp", in_axes=(0, None)),
+          np.stack([F.hvp(x, V[0]) for x in X]))
+    _same(F.map(X, V, method="jvp"), _rows(lambda p: F.jvp(*p), list(zip(X, V))))
+
+
+def test_array_results_and_scalar_arguments():
+    F = ad.record(lambda x: np.sin(x) * x ** 2, X[0])
+    _same(F.map(X), _rows(F, X))
+    s = RNG.normal(size=11)
+    G = ad.record(lambda t: np.sin(t) * t ** 3, 0.5)
+    _same(G.map(s), _rows(G, s))
+    _same(G.map(s, method="grad"), _rows(G.grad, s))
+
+
+def test_in_axes_shared_data_and_several_arguments():
+    data = RNG.normal(size=(50, 6))
+
+    def loss(p, d):
+        return np.sum((d @ p - 1.0) ** 2)
+    F = ad.record(loss, X[0], data)
+    _same(F.map(X, data, in_axes=(0, None), method="grad"),
+          np.stack([F.grad(x, data) for x in X]))
+    D = RNG.normal(size=(4, 50, 6))
+    _same(F.map(X[0], D, in_axes=(None, 0)), np.stack([F(X[0], d) for d in D]))
+    G = ad.record(loss, X[0], data, argnum=1)
+    _same(G.map(X[:3], D[:3], method="grad"),
+          np.stack([G.grad(x, d) for x, d in zip(X[:3], D)]))
+
+
+def test_structured_arguments():
+    def f(params):
+        return np.sum(params["w"] ** 2) * params["b"] + np.sum(np.sin(params["w"]))
+    p0 = {"w": X[0], "b": 0.5}
+    F = ad.record(f, p0)
+    batch = {"w": X[:8], "b": np.linspace(0.0, 1.0, 8)}
+    want = [F.grad({"w": X[k], "b": float(batch["b"][k])}) for k in range(8)]
+    got = F.map(batch, method="grad")
+    np.testing.assert_array_equal(got["w"], np.stack([w["w"] for w in want]))
+    np.testing.assert_array_equal(got["b"], [w["b"] for w in want])
+    _same(F.map(batch), np.array([F({"w": X[k], "b": float(batch["b"][k])})
+                                  for k in range(8)]))
+
+
+def _branchy(x):
+    return np.sum(x ** 2) if np.sum(x) > 0 else np.sum(x ** 3)
+
+
+def test_a_flipped_guard_names_the_point_or_gives_nan():
+    F = ad.record(_branchy, np.ones(6))
+    pts = np.abs(X[:10])
+    pts[3] *= -1.0
+    pts[7] *= -1.0
+    with pytest.raises(ad.BranchError, match="point 3"):
+        F.map(pts)
+    for method in ("value", "grad", "value_and_grad", "hessian"):
+        got = F.map(pts, method=method, errors="nan")
+        ok = [k for k in range(10) if k not in (3, 7)]
+        single = F.__call__ if method == "value" else getattr(F, method)
+        want = _rows(single, pts[ok])
+        rows = got if not isinstance(got, tuple) else got
+        if isinstance(want, tuple):
+            for g, w in zip(got, want):
+                _same(g[ok], w)
+                assert np.isnan(g[[3, 7]]).all()
+        else:
+            _same(rows[ok], want)
+            assert np.isnan(rows[[3, 7]]).all()
+
+
+def test_a_function_records_again_where_a_guard_flips():
+    G = ad.function(_branchy)
+    pts = np.abs(X[:10])
+    pts[3] *= -1.0
+    _same(G.map(pts), np.array([_branchy(p) for p in pts]))
+    got = G.map(pts, method="grad")
+    _same(got[3], 3 * pts[3] ** 2)
+    _same(got[0], 2 * pts[0])
+
+
+def test_empty_one_point_and_layouts():
+    F = ad.record(rosen, X[0])
+    assert F.map(X[:0]).shape == (0,)
+    assert F.map(X[:0], method="grad").shape == (0, 6)
+    _same(F.map(X[:1], method="grad"), F.grad(X[0])[None])
+    fortran = np.asfortranarray(X)
+    strided = np.concatenate([X, X], axis=1)[:, ::2]
+    for layout in (fortran, strided, X[::-2]):
+        _same(F.map(layout, method="value_and_grad"), _rows(F.value_and_grad, layout))
+
+
+def test_python_extern_ops_go_point_by_point():
+    F = ad.record(lambda x: np.linalg.det(x.reshape(2, 3) @ x.reshape(3, 2)) + rosen(x),
+                  X[0])
+    _same(F.map(X[:6], method="grad"), _rows(F.grad, X[:6]))
+    _same(F.map(X[:6]), _rows(F, X[:6]))
+
+
+def test_matrix_products_run_in_c():
+    A = RNG.normal(size=(6, 6))
+    F = ad.record(lambda x: np.sum(np.tanh(A @ x) ** 2), X[0])
+    _same(F.map(X, method="value_and_grad", threads=2), _rows(F.value_and_grad, X))
+
+
+def test_threads_mapping_at_once():
+    F = ad.record(rosen, X[0])
+    G = ad.record(lambda x: np.sum(np.sin(x) * x), X[0])
+    want_f, want_g = _rows(F.grad, X), _rows(G.grad, X)
+    errors = []
+
+    def work(rec, want):
+        try:
+            for _ in range(20):
+                _same(rec.map(X, method="grad", threads=2), want)
+        except BaseException as e:      # noqa: BLE001 -- reported below
+            errors.append(e)
+    ts = [threading.Thread(target=work, args=a)
+          for a in ((F, want_f), (G, want_g), (F, want_f))]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert not errors, errors[0]
+
+
+def test_bad_batches_say_what_is_wrong():
+    F = ad.record(lambda p, d: np.sum(d @ p), X[0], np.ones((3, 6)))
+    with pytest.raises(ValueError, match="argument 1 has points of shape"):
+        F.map(X, np.ones((37, 3, 5)))
+    with pytest.raises(ValueError, match="argument 1 has 5 points"):
+        F.map(X, np.ones((5, 3, 6)))
+    with pytest.raises(ValueError, match="no argument is batched"):
+        F.map(X[0], np.ones((3, 6)), in_axes=None)
+    with pytest.raises(ValueError, match="in_axes"):
+        F.map(X, np.ones((3, 6)), in_axes=(0, 1))
+    with pytest.raises(ValueError, match="method"):
+        F.map(X, np.ones((3, 6)), method="gradient")
+    with pytest.raises(ValueError, match="threads"):
+        F.map(X, np.ones((3, 6)), in_axes=(0, None), threads=0)
+    with pytest.raises(TypeError, match="takes 2 arguments"):
+        F.map(X)
