@@ -9,6 +9,8 @@
  * structural: an entry is in it where the derivative can be nonzero at
  * some point where the recording holds (both sides of a maximum, every
  * element of a max reduction), found element by element through every op.
+ * A constant's exact zeros are structural: a product with one (a matrix
+ * product's, x * c, a select on a constant mask) is no dependence.
  * Patterns come back in compressed sparse rows, ptr (rows + 1) and idx
  * (column indices, increasing in each row), allocated here: release them
  * with ad_sparsity_free.
@@ -24,7 +26,8 @@
 enum ad_extern_sparsity_kind {
     AD_XSP_DENSE = 0,    /* every output element on every operand element */
     AD_XSP_MATMUL = 1,   /* NumPy's matmul of a and b (1-D, 2-D, batched):
-                            exact, and bilinear for the Hessian            */
+                            exact (through a constant operand's nonzeros
+                            only), and bilinear for the Hessian           */
     AD_XSP_EXPLICIT = 2  /* output element k on the operand elements
                             idx[ptr[k] .. ptr[k+1]), numbered through a's
                             elements, then b's                              */
