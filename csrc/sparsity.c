@@ -426,13 +426,16 @@ static int matmul_edges_fixed(sp_ctx *s, const sp_matmul *p, int var, edge_fn fn
 static int explicit_check(sp_ctx *s, const ad_extern_sparsity *x,
                           int64_t so, int64_t sab)
 {
-    if (!x->ptr || !x->idx || x->ptr[0] != 0)
+    if (!x->ptr || x->ptr[0] != 0)
         return ad_fail(s->t, AD_EINVAL, s->cur, "entry %lld: a malformed "
                        "extern sparsity pattern", (long long)s->cur);
     for (int64_t k = 0; k < so; ++k)
         if (x->ptr[k + 1] < x->ptr[k])
             return ad_fail(s->t, AD_EINVAL, s->cur, "entry %lld: a malformed "
                            "extern sparsity pattern", (long long)s->cur);
+    if (!x->idx && x->ptr[so] > 0)      /* (none: no nonzeros, no idx) */
+        return ad_fail(s->t, AD_EINVAL, s->cur, "entry %lld: a malformed "
+                       "extern sparsity pattern", (long long)s->cur);
     for (int64_t p = 0; p < x->ptr[so]; ++p)
         if (x->idx[p] < 0 || x->idx[p] >= sab)
             return ad_fail(s->t, AD_EINVAL, s->cur, "entry %lld: an extern "
