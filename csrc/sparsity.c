@@ -208,7 +208,7 @@ typedef struct sp_ctx {
     sp_sets *X;             /* per entry; ptr NULL: all empty      */
     uint8_t **need;         /* per entry and element; NULL: none   */
     int64_t *xsp;           /* per entry: its extern description or -1 */
-    uint8_t *fixed;         /* per entry: a constant (fixed_entries)    */
+    uint8_t *fixed;         /* per entry: a constant (fixed_entries) */
     const ad_extern_sparsity *specs;
     int64_t *count;         /* scratch of an entry's set building  */
     int64_t cur;            /* the entry an edge or pair belongs to */
@@ -917,26 +917,63 @@ static void ctx_free(sp_ctx *s)
     free(s->N);
 }
 
-/* Which entries are constants: their values are the same wherever the
- * recording holds, so a zero among them is structural.  A constant leaf
- * (an ndarray operand, or a number taken from a variable, which a
- * recording guards), and an op of constants -- not a comparison of
- * variables, whose mask a replay recomputes, nor an extern op other than
- * a matrix product, whose Python rule is not known to compute the same
- * each time.  A variable never is: its zeros are where x happens to be. */
-static void fixed_entries(sp_ctx *s)
+/* Which of the entries [0, n) are constants (fixed[j]): their values are
+ * the same wherever the recording holds, so a zero among them is
+ * structural.  A constant leaf (an ndarray operand, or a number taken
+ * from a variable, which a recording guards), and an op of constants --
+ * not a comparison of variables, whose mask a replay recomputes, nor an
+ * extern op other than a matrix product (xsp: each entry's description
+ * or -1), whose Python rule is not known to compute the same each time.
+ * A variable never is: its zeros are where x happens to be.            */
+static void fixed_entries(const ad_tape *t, int64_t n, const int64_t *xsp,
+                          const ad_extern_sparsity *specs, uint8_t *fixed)
 {
-    const ad_tape *t = s->t;
-    for (int64_t j = 0; j < s->n; ++j) {
+    for (int64_t j = 0; j < n; ++j) {
         const int64_t a = t->a[j], b = t->b[j];
-        const ad_extern_sparsity *x = s->xsp[j] >= 0 ? &s->specs[s->xsp[j]] : 0;
-        int fixed = !is_variable(t, j);
-        if (fixed && t->op[j] == AD_EXTERN)
-            fixed = x && x->kind == AD_XSP_MATMUL;
-        if (fixed && t->op[j] != AD_LEAF)
-            fixed = (a < 0 || s->fixed[a]) && (b < 0 || s->fixed[b]);
-        s->fixed[j] = (uint8_t)fixed;
+        int c = !is_variable(t, j);
+        if (c && t->op[j] == AD_EXTERN)
+            c = xsp[j] >= 0 && specs[xsp[j]].kind == AD_XSP_MATMUL;
+        if (c && t->op[j] != AD_LEAF)
+            c = (a < 0 || fixed[a]) && (b < 0 || fixed[b]);
+        fixed[j] = (uint8_t)c;
     }
+}
+
+/* xsp[j]: which of the nxsp descriptions specs is entry j's, or -1, for
+ * the entries [0, n); AD_EINVAL for one of no extern entry.            */
+static int map_specs(ad_tape *t, int64_t n, int64_t nxsp,
+                     const ad_extern_sparsity *specs, int64_t *xsp)
+{
+    const int64_t len = ad_len(t);
+    for (int64_t j = 0; j < n; ++j)
+        xsp[j] = -1;
+    for (int64_t k = 0; k < nxsp; ++k) {
+        const int64_t e = specs[k].entry;
+        if (e < 0 || e >= len || t->op[e] != AD_EXTERN)
+            return ad_fail(t, AD_EINVAL, e, "an extern sparsity description "
+                           "for entry %lld, which is no extern entry",
+                           (long long)e);
+        if (e < n)
+            xsp[e] = k;
+    }
+    return AD_OK;
+}
+
+int ad_sparsity_constants(ad_tape *t, int64_t n, int64_t nxsp,
+                          const ad_extern_sparsity *xsp, uint8_t *fixed)
+{
+    if (n < 0 || n > ad_len(t))
+        return ad_fail(t, AD_ERANGE, n, "%lld entries asked of a tape of %lld",
+                       (long long)n, (long long)ad_len(t));
+    int64_t *map = sp_malloc((size_t)(n ? n : 1) * sizeof *map);
+    if (!map)
+        return ad_fail(t, AD_ENOMEM, -1, "out of memory for the constants of "
+                       "the sparsity pattern");
+    int status = map_specs(t, n, nxsp, xsp, map);
+    if (status == AD_OK)
+        fixed_entries(t, n, map, xsp, fixed);
+    free(map);
+    return status;
 }
 
 /* Checks, and the inputs' index sets: input element e is column
@@ -974,18 +1011,9 @@ static int setup(sp_ctx *s, ad_tape *t, int64_t nin, const int64_t *in,
     s->count = sp_malloc((size_t)(maxsize + 1) * sizeof *s->count);
     if (!s->X || !s->need || !s->xsp || !s->fixed || !s->count)
         return fail_nomem(s);
-    for (int64_t j = 0; j < s->n; ++j)
-        s->xsp[j] = -1;
-    for (int64_t k = 0; k < nxsp; ++k) {
-        const int64_t e = xsp[k].entry;
-        if (e < 0 || e >= len || t->op[e] != AD_EXTERN)
-            return ad_fail(t, AD_EINVAL, e, "an extern sparsity description "
-                           "for entry %lld, which is no extern entry",
-                           (long long)e);
-        if (e < s->n)
-            s->xsp[e] = k;
-    }
-    fixed_entries(s);
+    if ((status = map_specs(t, s->n, nxsp, xsp, s->xsp)) != AD_OK)
+        return status;
+    fixed_entries(t, s->n, s->xsp, xsp, s->fixed);
     int64_t col = 0;
     for (int64_t k = 0; k < nin; ++k) {
         const int64_t j = in[k], size = entry_size(t, j);

@@ -63,6 +63,12 @@ int ad_hessian_sparsity(ad_tape *t, int64_t nin, const int64_t *in,
                         int64_t out, int64_t nxsp,
                         const ad_extern_sparsity *xsp,
                         int64_t **ptr, int64_t **idx, int64_t *nnz);
+/* fixed[j] for the entries j < n: whether entry j is a constant, whose
+ * exact zeros the patterns take as no dependence (one that depends on no
+ * variable, through the tape's own ops and matrix products only): for a
+ * bilinear extern rule's own pattern through a constant operand.        */
+int ad_sparsity_constants(ad_tape *t, int64_t n, int64_t nxsp,
+                          const ad_extern_sparsity *xsp, uint8_t *fixed);
 void ad_sparsity_free(void *p);
 /* Tests only: the allocations here after this many fail (-1: none do). */
 extern int64_t ad_sparsity_fail_after;

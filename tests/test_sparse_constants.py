@@ -2,10 +2,12 @@
 (csrc/sparsity.c): matmul (@, np.dot, np.matmul, vdot, 1-D, 2-D and
 stacked, the constant on either side), the products composed of it
 (einsum, tensordot, inner, dot of 3-D arrays) and the elementwise ones
-(outer, kron, vecdot, x * c, where on a constant condition).  A zero of a
-constant is no dependence, so the pattern is the exact structure: each
-is checked against one built by NumPy alone (the linear map applied to
-unit vectors with the constant's magnitudes, where nothing cancels),
+(outer, kron, vecdot, x * c, where on a constant condition), and
+scipy.signal's convolutions with a constant filter (an extern op's own
+pattern).  A zero of a constant is no dependence, so the pattern is the
+exact structure: each is checked against one built by NumPy or scipy
+alone (the linear map applied to unit vectors with the constant's
+magnitudes, where nothing cancels),
 against the nonzeros of the dense derivatives at random points, with the
 sparse values (eager and recorded, at another point) equal to the dense
 ones.  The zeros of a variable's current values never drop an entry."""
@@ -17,6 +19,7 @@ from pyautodiff import constrained, sparse
 from pyautodiff.array import _constant
 
 pytest.importorskip("scipy.sparse")
+pytest.importorskip("scipy.signal")
 
 RNG = np.random.default_rng(20261207)
 
@@ -228,6 +231,52 @@ def test_elementwise_constants_zeros():
     check("jacobian", lambda x: np.where(cond, x, 2.0 * x[::-1]), x, want)
     # a constant built from constants: its zeros count too
     check("jacobian", lambda x: x * (np.ones(5) @ np.diag(c)), x, np.diag(c != 0))
+
+
+# -- convolutions with a constant filter (an extern op's own pattern) -------------------------
+
+def _conv_cases():
+    import scipy.signal as ss
+    from pyautodiff.scipy_signal import convolve, correlate
+    k = np.array([1.0, 0.0, 0.0, -2.0, 0.0])        # a gap and a zero end
+    K = np.array([[0.0, 1.0, 0.0], [2.0, 0.0, 0.0]])
+    out = []
+    for mode in ("full", "valid", "same"):
+        out += [
+            (f"convolve {mode}", lambda x, m=mode: convolve(x, k, mode=m),
+             lambda x, m=mode: ss.convolve(x, np.abs(k), mode=m), 9),
+            (f"convolve constant first {mode}", lambda x, m=mode: convolve(k, x[:4], mode=m),
+             lambda x, m=mode: ss.convolve(np.abs(k), x[:4], mode=m), 9),
+            (f"correlate {mode}", lambda x, m=mode: correlate(x, k, mode=m),
+             lambda x, m=mode: ss.correlate(x, np.abs(k), mode=m), 9),
+            (f"convolve 2-D {mode}",
+             lambda x, m=mode: convolve(x.reshape(3, 4), K, mode=m),
+             lambda x, m=mode: ss.convolve(x.reshape(3, 4), np.abs(K), mode=m), 12),
+        ]
+    return out
+
+
+CONV_CASES = _conv_cases()
+
+
+@pytest.mark.parametrize("case", CONV_CASES, ids=[c[0] for c in CONV_CASES])
+def test_convolution_with_a_constant_filter(case):
+    # scipy.signal's own convolution (|filter|, unit vectors) the oracle
+    _, ours, theirs, n = case
+    want = np.stack([np.reshape(theirs(np.eye(n)[j]), -1) != 0 for j in range(n)], axis=1)
+    assert want.any() and not want.all()
+    x = RNG.normal(size=n)
+    check("jacobian", ours, x, want)
+    L = want.astype(np.int64)
+    check("hessian", lambda x: np.sum(np.sin(ours(x))), x, (L.T @ L) != 0)
+
+
+def test_convolution_filter_of_ones_and_zeros_one_colour():
+    from pyautodiff.scipy_signal import convolve
+    k = np.array([0.0, 0.0, 3.0, 0.0])      # a shift: one colour, not four
+    F = check("jacobian", lambda x: convolve(x, k, mode="same"), RNG.normal(size=12),
+              np.eye(12, k=-1, dtype=bool))
+    assert colours(F, "jacobian") == 1
 
 
 # -- a variable's zeros never drop an entry --------------------------------------------------

@@ -77,7 +77,8 @@ def _library_extern(r, a):
         choices.append(lambda: np.prod(a, axis=axis, keepdims=bool(r.integers(2))))
     if a.ndim == 1:
         mode = ("full", "valid", "same")[r.integers(3)]
-        k = r.normal(size=int(r.integers(1, 3)))
+        size = int(r.integers(1, 4))
+        k = r.normal(size=size) * (r.random(size) < 0.7)     # a filter with zeros
         choices.append(lambda: _convolve(a, k, mode=mode) if a.shape[0] >= k.shape[0]
                        else _convolve(k, a, mode=mode))
         if a.shape[0] >= 2:
