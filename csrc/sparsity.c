@@ -471,6 +471,15 @@ static int for_each_edge(sp_ctx *s, edge_fn fn)
         ad_view b = ad_ops[op].arity == 2 ? ad_value_view(t, t->b[i]) : a;
         ad_iter it;
         ad_iter_init(&it, o.ndim, o.shape, &o, &a, &b);
+        if (!cut_a && !cut_b) {         /* (no constant's zeros: most ops) */
+            AD_ITERATE(&it, {
+                if (ea)
+                    fn(s, ko, 0, ka);
+                if (eb)
+                    fn(s, ko, 1, kb);
+            });
+            return AD_OK;
+        }
         AD_ITERATE(&it, {
             if (ea && !(cut_a && cut_a[kb] == 0.0))
                 fn(s, ko, 0, ka);
@@ -758,13 +767,14 @@ static int elementwise_merge(sp_ctx *s, int *status)
         x->ptr[k] = top;
         if (!need[k])
             continue;
-        /* (an operand cut off where a constant factor is 0 adds nothing) */
-        const int ua = xa && !(cut_a && cut_a[k] == 0.0);
-        const int ub = xb && !(cut_b && cut_b[k] == 0.0);
-        const int64_t *p = ua ? xa->idx + xa->ptr[k] : 0;
-        const int64_t *pe = ua ? xa->idx + xa->ptr[k + 1] : 0;
-        const int64_t *q = ub ? xb->idx + xb->ptr[k] : 0;
-        const int64_t *qe = ub ? xb->idx + xb->ptr[k + 1] : 0;
+        const int64_t *p = xa ? xa->idx + xa->ptr[k] : 0;
+        const int64_t *pe = xa ? xa->idx + xa->ptr[k + 1] : 0;
+        const int64_t *q = xb ? xb->idx + xb->ptr[k] : 0;
+        const int64_t *qe = xb ? xb->idx + xb->ptr[k + 1] : 0;
+        if (cut_a && cut_a[k] == 0.0)   /* a constant factor's 0: nothing */
+            p = pe;
+        if (cut_b && cut_b[k] == 0.0)
+            q = qe;
         while (p < pe && q < qe) {
             const int64_t v = *p < *q ? *p : *q;
             p += *p == v;
