@@ -70,6 +70,28 @@ static int partial_nonzero(int op, int which)
     return s && strcmp(s, "0.0") != 0;
 }
 
+/* Whether a partial's formula is 0 wherever z (rules.h's x, y or c) is
+ * exactly 0, whatever the rest reads: z itself, "z == 0.0 ? 0.0 : ...",
+ * or a mask "z != 0.0 ? ... : 0.0" (one conditional).  Where z is a
+ * constant's element that is 0, the partial is no dependence: a product
+ * with a constant (x * y, x * c), a select on a constant condition,
+ * x ** 0.                                                               */
+static int vanishes_with(int op, int which, char z)
+{
+    const char *f = partials[op][which];
+    char zero[] = "? == 0.0 ? 0.0 :", mask[] = "? != 0.0 ? ";
+    zero[0] = mask[0] = z;
+    if (!f)
+        return 0;
+    if (f[0] == z && f[1] == 0)
+        return 1;
+    if (strncmp(f, zero, sizeof zero - 1) == 0)
+        return 1;
+    const size_t n = strlen(f);
+    return strncmp(f, mask, sizeof mask - 1) == 0 && n > 6
+           && strcmp(f + n - 6, " : 0.0") == 0 && strchr(f, '?') == strrchr(f, '?');
+}
+
 /* -- sorted sets of int64 ---------------------------------------------- */
 
 static int cmp_i64(const void *p, const void *q)
@@ -186,6 +208,7 @@ typedef struct sp_ctx {
     sp_sets *X;             /* per entry; ptr NULL: all empty      */
     uint8_t **need;         /* per entry and element; NULL: none   */
     int64_t *xsp;           /* per entry: its extern description or -1 */
+    uint8_t *fixed;         /* per entry: a constant (fixed_entries) */
     const ad_extern_sparsity *specs;
     int64_t *count;         /* scratch of an entry's set building  */
     int64_t cur;            /* the entry an edge or pair belongs to */
@@ -218,6 +241,41 @@ static int64_t operand(const sp_ctx *s, int side)
 {
     return side == 0 ? s->t->a[s->cur] : s->t->b[s->cur];
 }
+
+/* The values of entry cur's operand side where that operand is a
+ * constant (fixed_entries), else NULL.                                  */
+static const double *fixed_values(const sp_ctx *s, int side)
+{
+    const int64_t j = operand(s, side);
+    return j >= 0 && s->fixed[j] ? ad_value_view(s->t, j).val : 0;
+}
+
+/* Whether operand side of elementwise entry cur can move it: a variable
+ * whose partial is not 0, nor 0 by the entry's constant c (x * 0.0,
+ * x ** 0).                                                              */
+static int ew_moves(const sp_ctx *s, int side)
+{
+    const ad_tape *t = s->t;
+    const int op = t->op[s->cur], which = side ? P_DB : P_DA;
+    if ((side && ad_ops[op].arity != 2) || !is_variable(t, operand(s, side))
+        || !partial_nonzero(op, which))
+        return 0;
+    return !(t->imm[s->cur] == 0.0 && vanishes_with(op, which, 'c'));
+}
+
+/* The values of the other operand of elementwise entry cur where it is a
+ * constant and the partial on side vanishes where it is 0 (x * y, y a
+ * constant: no edge from x where y is 0), else NULL.  Read where the
+ * other operand's element is read (kb for side 0, ka for side 1).      */
+static const double *ew_cut(const sp_ctx *s, int side)
+{
+    const int op = s->t->op[s->cur];
+    if (ad_ops[op].arity != 2 || !vanishes_with(op, side ? P_DB : P_DA, side ? 'x' : 'y'))
+        return 0;
+    return fixed_values(s, 1 - side);
+}
+
+static int fail_nomem(sp_ctx *s);
 
 /* -- the ops' structure ---------------------------------------------------- */
 
@@ -279,43 +337,105 @@ static int matmul_plan(sp_ctx *s, sp_matmul *p)
     return AD_OK;
 }
 
+/* The offsets of one batch's matrices in a, b and the output: from the
+ * first batch on, batch_next steps them through the broadcast batch.  */
+typedef struct sp_batch {
+    int64_t a, b, o;
+    int64_t at[AD_MAXDIM];
+} sp_batch;
+
+static void batch_next(const sp_matmul *p, sp_batch *q)
+{
+    q->o += p->m * p->n;
+    for (int d = p->nb - 1; d >= 0; --d) {
+        q->a += p->sa[d];
+        q->b += p->sb[d];
+        if (++q->at[d] < p->bshape[d])
+            return;
+        q->a -= p->sa[d] * p->bshape[d];
+        q->b -= p->sb[d] * p->bshape[d];
+        q->at[d] = 0;
+    }
+}
+
 /* The body runs with ko, ka, kb for every product of matmul plan p. */
 #define SP_MATMUL_EACH(p, ...)                                               \
     do {                                                                     \
-        int64_t bi_[AD_MAXDIM] = {0}, oa_ = 0, ob_ = 0, oo_ = 0;             \
-        for (int64_t q_ = 0; q_ < (p)->batch; ++q_) {                        \
+        sp_batch q_ = {0, 0, 0, {0}};                                        \
+        for (int64_t n_ = 0; n_ < (p)->batch; ++n_, batch_next((p), &q_))    \
             for (int64_t r_ = 0; r_ < (p)->m; ++r_)                          \
                 for (int64_t c_ = 0; c_ < (p)->n; ++c_)                      \
                     for (int64_t h_ = 0; h_ < (p)->k; ++h_) {                \
-                        const int64_t ko = oo_ + r_ * (p)->n + c_;           \
-                        const int64_t ka = oa_ + r_ * (p)->k + h_;           \
-                        const int64_t kb = ob_ + h_ * (p)->n + c_;           \
+                        const int64_t ko = q_.o + r_ * (p)->n + c_;          \
+                        const int64_t ka = q_.a + r_ * (p)->k + h_;          \
+                        const int64_t kb = q_.b + h_ * (p)->n + c_;          \
                         __VA_ARGS__;                                         \
                     }                                                        \
-            oo_ += (p)->m * (p)->n;                                          \
-            for (int d_ = (p)->nb - 1; d_ >= 0; --d_) {                      \
-                oa_ += (p)->sa[d_];                                          \
-                ob_ += (p)->sb[d_];                                          \
-                if (++bi_[d_] < (p)->bshape[d_])                             \
-                    break;                                                   \
-                oa_ -= (p)->sa[d_] * (p)->bshape[d_];                        \
-                ob_ -= (p)->sb[d_] * (p)->bshape[d_];                        \
-                bi_[d_] = 0;                                                 \
-            }                                                                \
-        }                                                                    \
     } while (0)
+
+/* The edges of matmul plan p into its one variable operand, the other
+ * (side 1 - var) a constant: only through the constant's nonzeros, each
+ * row of its matrices (b's k rows of n, a's m rows of k) listed once,
+ * so the time is the constant's size plus the edges.  A zero of a
+ * constant multiplies its partner's element into nothing.             */
+static int matmul_edges_fixed(sp_ctx *s, const sp_matmul *p, int var, edge_fn fn)
+{
+    const double *c = fixed_values(s, 1 - var);
+    const int64_t len = var ? p->k : p->n;       /* the constant's row length */
+    const int64_t size = entry_size(s->t, operand(s, 1 - var));
+    if (size == 0 || len == 0 || p->m == 0)
+        return AD_OK;
+    const int64_t rows = size / len;
+    int64_t *ptr = sp_malloc((size_t)(rows + 1) * sizeof *ptr);
+    int64_t *col = sp_malloc((size_t)size * sizeof *col);
+    if (!ptr || !col) {
+        free(ptr);
+        free(col);
+        return fail_nomem(s);
+    }
+    int64_t top = 0;
+    for (int64_t r = 0; r < rows; ++r) {
+        ptr[r] = top;
+        for (int64_t e = 0; e < len; ++e)
+            if (c[r * len + e] != 0.0)
+                col[top++] = e;
+    }
+    ptr[rows] = top;
+    sp_batch q = {0, 0, 0, {0}};
+    for (int64_t n = 0; n < p->batch; ++n, batch_next(p, &q))
+        for (int64_t r = 0; r < p->m; ++r) {
+            if (var == 0) {             /* a[r, h] on out[r, c] where b[h, c] != 0 */
+                for (int64_t h = 0; h < p->k; ++h) {
+                    const int64_t row = q.b / p->n + h;
+                    for (int64_t e = ptr[row]; e < ptr[row + 1]; ++e)
+                        fn(s, q.o + r * p->n + col[e], 0, q.a + r * p->k + h);
+                }
+            } else {                    /* b[h, c] on out[r, c] where a[r, h] != 0 */
+                const int64_t row = q.a / p->k + r;
+                for (int64_t e = ptr[row]; e < ptr[row + 1]; ++e)
+                    for (int64_t cc = 0; cc < p->n; ++cc)
+                        fn(s, q.o + r * p->n + cc, 1, q.b + col[e] * p->n + cc);
+            }
+        }
+    free(ptr);
+    free(col);
+    return AD_OK;
+}
 
 /* An explicit extern pattern: in range and ordered. */
 static int explicit_check(sp_ctx *s, const ad_extern_sparsity *x,
                           int64_t so, int64_t sab)
 {
-    if (!x->ptr || !x->idx || x->ptr[0] != 0)
+    if (!x->ptr || x->ptr[0] != 0)
         return ad_fail(s->t, AD_EINVAL, s->cur, "entry %lld: a malformed "
                        "extern sparsity pattern", (long long)s->cur);
     for (int64_t k = 0; k < so; ++k)
         if (x->ptr[k + 1] < x->ptr[k])
             return ad_fail(s->t, AD_EINVAL, s->cur, "entry %lld: a malformed "
                            "extern sparsity pattern", (long long)s->cur);
+    if (!x->idx && x->ptr[so] > 0)      /* (none: no nonzeros, no idx) */
+        return ad_fail(s->t, AD_EINVAL, s->cur, "entry %lld: a malformed "
+                       "extern sparsity pattern", (long long)s->cur);
     for (int64_t p = 0; p < x->ptr[so]; ++p)
         if (x->idx[p] < 0 || x->idx[p] >= sab)
             return ad_fail(s->t, AD_EINVAL, s->cur, "entry %lld: an extern "
@@ -345,16 +465,25 @@ static int for_each_edge(sp_ctx *s, edge_fn fn)
     case AD_KIND_COMPARE:
         return AD_OK;
     case AD_KIND_ELEMENTWISE: {
-        const int ea = avar && partial_nonzero(op, P_DA);
-        const int eb = ad_ops[op].arity == 2 && bvar && partial_nonzero(op, P_DB);
+        const int ea = ew_moves(s, 0), eb = ew_moves(s, 1);
+        const double *cut_a = ea ? ew_cut(s, 0) : 0, *cut_b = eb ? ew_cut(s, 1) : 0;
         ad_view a = ad_value_view(t, t->a[i]);
         ad_view b = ad_ops[op].arity == 2 ? ad_value_view(t, t->b[i]) : a;
         ad_iter it;
         ad_iter_init(&it, o.ndim, o.shape, &o, &a, &b);
+        if (!cut_a && !cut_b) {         /* (no constant's zeros: most ops) */
+            AD_ITERATE(&it, {
+                if (ea)
+                    fn(s, ko, 0, ka);
+                if (eb)
+                    fn(s, ko, 1, kb);
+            });
+            return AD_OK;
+        }
         AD_ITERATE(&it, {
-            if (ea)
+            if (ea && !(cut_a && cut_a[kb] == 0.0))
                 fn(s, ko, 0, ka);
-            if (eb)
+            if (eb && !(cut_b && cut_b[ka] == 0.0))
                 fn(s, ko, 1, kb);
         });
         return AD_OK;
@@ -395,8 +524,10 @@ static int for_each_edge(sp_ctx *s, edge_fn fn)
         if (x && x->kind == AD_XSP_MATMUL) {
             sp_matmul p;
             int status = matmul_plan(s, &p);
-            if (status != AD_OK)
+            if (status != AD_OK || !(avar || bvar))
                 return status;
+            if (avar != bvar && fixed_values(s, avar))
+                return matmul_edges_fixed(s, &p, !avar, fn);
             SP_MATMUL_EACH(&p, {
                 if (avar)
                     fn(s, ko, 0, ka);
@@ -615,8 +746,8 @@ static int elementwise_merge(sp_ctx *s, int *status)
     if (ad_ops[op].kind != AD_KIND_ELEMENTWISE)
         return 0;
     const int two = ad_ops[op].arity == 2;
-    const int ea = is_variable(t, t->a[i]) && partial_nonzero(op, P_DA);
-    const int eb = two && is_variable(t, t->b[i]) && partial_nonzero(op, P_DB);
+    const int ea = ew_moves(s, 0), eb = ew_moves(s, 1);
+    const double *cut_a = ea ? ew_cut(s, 0) : 0, *cut_b = eb ? ew_cut(s, 1) : 0;
     ad_view o = ad_value_view(t, i), a = ad_value_view(t, t->a[i]);
     ad_view b = two ? ad_value_view(t, t->b[i]) : a;
     if (!ad_same_shape(&o, &a) || !ad_same_shape(&o, &b))
@@ -640,6 +771,10 @@ static int elementwise_merge(sp_ctx *s, int *status)
         const int64_t *pe = xa ? xa->idx + xa->ptr[k + 1] : 0;
         const int64_t *q = xb ? xb->idx + xb->ptr[k] : 0;
         const int64_t *qe = xb ? xb->idx + xb->ptr[k + 1] : 0;
+        if (cut_a && cut_a[k] == 0.0)   /* a constant factor's 0: nothing */
+            p = pe;
+        if (cut_b && cut_b[k] == 0.0)
+            q = qe;
         while (p < pe && q < qe) {
             const int64_t v = *p < *q ? *p : *q;
             p += *p == v;
@@ -672,10 +807,10 @@ static int take_over(sp_ctx *s)
     if (kind == AD_KIND_MOVE) {
         side = 0;
     } else if (kind == AD_KIND_ELEMENTWISE) {
-        const int ea = is_variable(t, t->a[i]) && partial_nonzero(op, P_DA);
-        const int eb = ad_ops[op].arity == 2 && is_variable(t, t->b[i])
-                       && partial_nonzero(op, P_DB);
+        const int ea = ew_moves(s, 0), eb = ew_moves(s, 1);
         side = ea && !eb ? 0 : eb && !ea ? 1 : -1;
+        if (side >= 0 && ew_cut(s, side))
+            side = -1;              /* not every element: a constant's zeros */
         if (side >= 0) {
             ad_view o = ad_value_view(t, i), x = ad_value_view(t, operand(s, side));
             if (!ad_same_shape(&o, &x))
@@ -785,10 +920,70 @@ static void ctx_free(sp_ctx *s)
     free(s->X);
     free(s->need);
     free(s->xsp);
+    free(s->fixed);
     free(s->count);
     free(s->seen);
     arena_free(&s->arena);
     free(s->N);
+}
+
+/* Which of the entries [0, n) are constants (fixed[j]): their values are
+ * the same wherever the recording holds, so a zero among them is
+ * structural.  A constant leaf (an ndarray operand, or a number taken
+ * from a variable, which a recording guards), and an op of constants --
+ * not a comparison of variables, whose mask a replay recomputes, nor an
+ * extern op other than a matrix product (xsp: each entry's description
+ * or -1), whose Python rule is not known to compute the same each time.
+ * A variable never is: its zeros are where x happens to be.            */
+static void fixed_entries(const ad_tape *t, int64_t n, const int64_t *xsp,
+                          const ad_extern_sparsity *specs, uint8_t *fixed)
+{
+    for (int64_t j = 0; j < n; ++j) {
+        const int64_t a = t->a[j], b = t->b[j];
+        int c = !is_variable(t, j);
+        if (c && t->op[j] == AD_EXTERN)
+            c = xsp[j] >= 0 && specs[xsp[j]].kind == AD_XSP_MATMUL;
+        if (c && t->op[j] != AD_LEAF)
+            c = (a < 0 || fixed[a]) && (b < 0 || fixed[b]);
+        fixed[j] = (uint8_t)c;
+    }
+}
+
+/* xsp[j]: which of the nxsp descriptions specs is entry j's, or -1, for
+ * the entries [0, n); AD_EINVAL for one of no extern entry.            */
+static int map_specs(ad_tape *t, int64_t n, int64_t nxsp,
+                     const ad_extern_sparsity *specs, int64_t *xsp)
+{
+    const int64_t len = ad_len(t);
+    for (int64_t j = 0; j < n; ++j)
+        xsp[j] = -1;
+    for (int64_t k = 0; k < nxsp; ++k) {
+        const int64_t e = specs[k].entry;
+        if (e < 0 || e >= len || t->op[e] != AD_EXTERN)
+            return ad_fail(t, AD_EINVAL, e, "an extern sparsity description "
+                           "for entry %lld, which is no extern entry",
+                           (long long)e);
+        if (e < n)
+            xsp[e] = k;
+    }
+    return AD_OK;
+}
+
+int ad_sparsity_constants(ad_tape *t, int64_t n, int64_t nxsp,
+                          const ad_extern_sparsity *xsp, uint8_t *fixed)
+{
+    if (n < 0 || n > ad_len(t))
+        return ad_fail(t, AD_ERANGE, n, "%lld entries asked of a tape of %lld",
+                       (long long)n, (long long)ad_len(t));
+    int64_t *map = sp_malloc((size_t)(n ? n : 1) * sizeof *map);
+    if (!map)
+        return ad_fail(t, AD_ENOMEM, -1, "out of memory for the constants of "
+                       "the sparsity pattern");
+    int status = map_specs(t, n, nxsp, xsp, map);
+    if (status == AD_OK)
+        fixed_entries(t, n, map, xsp, fixed);
+    free(map);
+    return status;
 }
 
 /* Checks, and the inputs' index sets: input element e is column
@@ -822,20 +1017,13 @@ static int setup(sp_ctx *s, ad_tape *t, int64_t nin, const int64_t *in,
     s->X = sp_calloc((size_t)(s->n ? s->n : 1), sizeof *s->X);
     s->need = sp_calloc((size_t)(s->n ? s->n : 1), sizeof *s->need);
     s->xsp = sp_malloc((size_t)(s->n ? s->n : 1) * sizeof *s->xsp);
+    s->fixed = sp_malloc((size_t)(s->n ? s->n : 1));
     s->count = sp_malloc((size_t)(maxsize + 1) * sizeof *s->count);
-    if (!s->X || !s->need || !s->xsp || !s->count)
+    if (!s->X || !s->need || !s->xsp || !s->fixed || !s->count)
         return fail_nomem(s);
-    for (int64_t j = 0; j < s->n; ++j)
-        s->xsp[j] = -1;
-    for (int64_t k = 0; k < nxsp; ++k) {
-        const int64_t e = xsp[k].entry;
-        if (e < 0 || e >= len || t->op[e] != AD_EXTERN)
-            return ad_fail(t, AD_EINVAL, e, "an extern sparsity description "
-                           "for entry %lld, which is no extern entry",
-                           (long long)e);
-        if (e < s->n)
-            s->xsp[e] = k;
-    }
+    if ((status = map_specs(t, s->n, nxsp, xsp, s->xsp)) != AD_OK)
+        return status;
+    fixed_entries(t, s->n, s->xsp, xsp, s->fixed);
     int64_t col = 0;
     for (int64_t k = 0; k < nin; ++k) {
         const int64_t j = in[k], size = entry_size(t, j);

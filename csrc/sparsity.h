@@ -9,6 +9,8 @@
  * structural: an entry is in it where the derivative can be nonzero at
  * some point where the recording holds (both sides of a maximum, every
  * element of a max reduction), found element by element through every op.
+ * A constant's exact zeros are structural: a product with one (a matrix
+ * product's, x * c, a select on a constant mask) is no dependence.
  * Patterns come back in compressed sparse rows, ptr (rows + 1) and idx
  * (column indices, increasing in each row), allocated here: release them
  * with ad_sparsity_free.
@@ -24,7 +26,8 @@
 enum ad_extern_sparsity_kind {
     AD_XSP_DENSE = 0,    /* every output element on every operand element */
     AD_XSP_MATMUL = 1,   /* NumPy's matmul of a and b (1-D, 2-D, batched):
-                            exact, and bilinear for the Hessian            */
+                            exact (through a constant operand's nonzeros
+                            only), and bilinear for the Hessian           */
     AD_XSP_EXPLICIT = 2  /* output element k on the operand elements
                             idx[ptr[k] .. ptr[k+1]), numbered through a's
                             elements, then b's                              */
@@ -60,6 +63,12 @@ int ad_hessian_sparsity(ad_tape *t, int64_t nin, const int64_t *in,
                         int64_t out, int64_t nxsp,
                         const ad_extern_sparsity *xsp,
                         int64_t **ptr, int64_t **idx, int64_t *nnz);
+/* fixed[j] for the entries j < n: whether entry j is a constant, whose
+ * exact zeros the patterns take as no dependence (one that depends on no
+ * variable, through the tape's own ops and matrix products only): for a
+ * bilinear extern rule's own pattern through a constant operand.        */
+int ad_sparsity_constants(ad_tape *t, int64_t n, int64_t nxsp,
+                          const ad_extern_sparsity *xsp, uint8_t *fixed);
 void ad_sparsity_free(void *p);
 /* Tests only: the allocations here after this many fail (-1: none do). */
 extern int64_t ad_sparsity_fail_after;

@@ -62,7 +62,9 @@ class ExternRule:
         # sparsity(out_shape, *operand_shapes) -> one boolean matrix per
         # operand, (output size, operand size): which output elements
         # depend on which operand elements (sparse.py).  None: every
-        # output element on every operand element.
+        # output element on every operand element.  A bilinear rule's
+        # is also called with constants=[values or None per operand]
+        # where one operand is a constant, to leave its zeros out.
         self.sparsity = sparsity
         # a user's op (ad.custom_op): its vjp may call ops of its own that
         # have no jvp, which a second order by nesting then meets

@@ -12,6 +12,8 @@ nonzeros.  Flat indices are C order, as the tape's.
     reduction(axes)                          a product along axes
     cumulative(axis)                         a cumulative sum along axis
     convolution(mode)                        scipy.signal's canonical convolution
+                                             (through a constant operand's
+                                             nonzeros only)
 
 Each is written once, with NumPy's broadcasting of index arrays; SciPy is
 imported only when a pattern is asked for (sparse results need it).
@@ -157,13 +159,51 @@ def _ones(m, n):
     return _band(m, n, -n, m) if m and n else _sparse().csr_array((m, n), dtype=bool)
 
 
+def _grid(shape):
+    """Every index of shape, one row each, in C order."""
+    return np.indices(shape, dtype=np.int64).reshape(len(shape), _size(shape)).T
+
+
+def _through_constant(side, const, var_shape, out_shape, shift):
+    """The canonical convolution's pattern on its operand side (0: a, 1:
+    b) when the other operand is the constant const: out[i, j, n] on
+    v[r, e, t] where the constant's element c[s, e, u] with n = t + u -
+    shift is not 0 (r, s: i, j for side 0, j, i for side 1) -- each
+    product of the sum once, the constant's zeros none."""
+    nz = np.argwhere(np.asarray(const) != 0)
+    s, e, u = nz[:, 0], nz[:, 1], nz[:, 2:]
+    nv, d, cv = var_shape[0], var_shape[1], tuple(var_shape[2:])
+    q, co = out_shape[1], tuple(out_shape[2:])
+    n = u[:, None, :] + _grid(cv)[None, :, :] - shift        # (nonzero, t, axis)
+    k, t = np.nonzero(np.all((n >= 0) & (n < np.array(co, np.int64)), axis=-1))
+    nflat = np.ravel_multi_index(tuple(n[k, t].T), co) if co else np.zeros(len(k), np.int64)
+    r = np.arange(nv, dtype=np.int64)[:, None]
+    pair = (r * q + s[k]) if side == 0 else (s[k] * q + r)
+    rows = pair * _size(co) + nflat
+    cols = (r * d + e[k]) * _size(cv) + t
+    return _from_rows(rows, cols, (_size(out_shape), _size(var_shape)))
+
+
 def convolution(mode):
-    """sparsity(out_shape, a_shape, b_shape) of scipy_signal's canonical
-    convolution: a (p, d, *ca), b (q, d, *cb), out (p, q, *co), out[i, j,
-    n] = sum over d and k of a[i, d, k] b[j, d, n - k] ('full'), or the
-    part where b lies inside a ('valid'): on row i of a and j of b, every
-    d, and along each convolved axis a band."""
-    def sparsity(out_shape, sa, sb):
+    """sparsity(out_shape, a_shape, b_shape, constants=(None, None)) of
+    scipy_signal's canonical convolution: a (p, d, *ca), b (q, d, *cb),
+    out (p, q, *co), out[i, j, n] = sum over d and k of a[i, d, k] b[j, d,
+    n - k] ('full'), or the part where b lies inside a ('valid'): on row i
+    of a and j of b, every d, and along each convolved axis a band.  With
+    one operand a constant (its values in constants), the other's pattern
+    goes through the constant's nonzeros only (the constant's own is
+    empty: it moves nothing)."""
+    def sparsity(out_shape, sa, sb, constants=(None, None)):
+        if (constants[0] is None) != (constants[1] is None):
+            # n = k + m ('full'), or k + m - (nb - 1) ('valid': the windows
+            # of a against b reversed), along each convolved axis
+            shift = 0 if mode == "full" else np.array(sb[2:], np.int64) - 1
+            side = 0 if constants[0] is None else 1
+            const, var = (constants[1], sa) if side == 0 else (constants[0], sb)
+            moving = _through_constant(side, const, tuple(var), tuple(out_shape), shift)
+            fixed = _sparse().csr_array((_size(out_shape), _size(sb if side == 0 else sa)),
+                                        dtype=bool)
+            return [moving, fixed] if side == 0 else [fixed, moving]
         p, d, ca = sa[0], sa[1], tuple(sa[2:])
         q, cb = sb[0], tuple(sb[2:])
         co = tuple(out_shape[2:])

@@ -60,24 +60,52 @@ def _buffer(a):
 def _extern_specs(tape):
     """(count, ad_extern_sparsity array, arrays to keep alive) for the
     tape's extern entries: a matrix product's exact structure, a custom
-    op's own pattern (its rule's sparsity), else every output element on
-    every operand element."""
+    op's own pattern (its rule's sparsity; a bilinear rule's through a
+    constant operand's nonzeros), else every output element on every
+    operand element."""
     items = sorted(tape.externs.items())
     specs = ffi.new("ad_extern_sparsity[]", max(len(items), 1))
-    keep = []
     for s, (entry, rule) in zip(specs, items):
         s.entry = entry
         s.second = lib.AD_XSP_LINEAR if _linear_entry(tape, entry, rule) \
             else lib.AD_XSP_NONLINEAR
-        s.kind = lib.AD_XSP_DENSE
-        if rule is matmul_rule():
-            s.kind = lib.AD_XSP_MATMUL
-        elif getattr(rule, "sparsity", None) is not None:
-            ptr, idx = _explicit(tape, entry, rule)
+        s.kind = lib.AD_XSP_MATMUL if rule is matmul_rule() else lib.AD_XSP_DENSE
+    keep, constants = [], _Constants(tape, len(items), specs)
+    for s, (entry, rule) in zip(specs, items):
+        if rule is not matmul_rule() and getattr(rule, "sparsity", None) is not None:
+            ptr, idx = _explicit(tape, entry, rule, constants)
             keep += [ptr, idx]
             s.kind = lib.AD_XSP_EXPLICIT
             s.ptr, s.idx = ffi.from_buffer("int64_t[]", ptr), _buffer(idx)
     return len(items), specs, keep
+
+
+class _Constants:
+    """Which entries are constants, as the C patterns take them (their
+    exact zeros no dependence): asked of C once, for the first bilinear
+    rule with an operand that is no variable."""
+
+    def __init__(self, tape, count, specs):
+        self.tape, self.count, self.specs = tape, count, specs
+        self.fixed = None
+
+    def values(self, i):
+        """Extern entry i's operands' values where they are constants,
+        else None each."""
+        c, tape = self.tape._c, self.tape
+        out = []
+        for j in (c.a[i], c.b[i]):
+            if j < 0 or c.flags[j] & lib.AD_FLAG_VARIABLE:
+                out.append(None)
+                continue
+            if self.fixed is None:
+                n = len(tape.nodes)
+                self.fixed = np.zeros(max(n, 1), np.uint8)
+                _core.check(lib.ad_sparsity_constants(
+                    c, n, self.count, self.specs,
+                    ffi.from_buffer("uint8_t[]", self.fixed)), c, tape)
+            out.append(np.asarray(tape.nodes[j]._d) if self.fixed[j] else None)
+        return out
 
 
 def _linear_entry(tape, i, rule):
@@ -91,14 +119,20 @@ def _linear_entry(tape, i, rule):
     return not (c.flags[c.a[i]] & c.flags[c.b[i]] & lib.AD_FLAG_VARIABLE)
 
 
-def _explicit(tape, i, rule):
+def _explicit(tape, i, rule, constants):
     """The rule's pattern at entry i: one boolean matrix per operand,
-    (output size, operand size), side by side in compressed rows."""
+    (output size, operand size), side by side in compressed rows.  A
+    bilinear rule's with one operand a constant is also given the
+    constant's values (constants=), whose zeros it leaves out."""
     c = tape._c
     operands = [j for j in (c.a[i], c.b[i]) if j >= 0]
     out_shape = np.shape(tape.nodes[i]._d)
     shapes = [np.shape(tape.nodes[j]._d) for j in operands]
-    parts = rule.sparsity(out_shape, *shapes)
+    values = constants.values(i) if rule.bilinear else [None, None]
+    if sum(v is not None for v in values) == 1:
+        parts = rule.sparsity(out_shape, *shapes, constants=values)
+    else:
+        parts = rule.sparsity(out_shape, *shapes)
     if len(parts) != len(shapes):
         raise ValueError(f"{rule.name}: its sparsity rule gave {len(parts)} "
                          f"patterns for {len(shapes)} operands")

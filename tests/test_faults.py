@@ -193,12 +193,17 @@ def test_real_allocation_failure_under_an_address_space_limit():
     assert proc.stdout.split() == ["ok", "3.0"], proc.stdout
 
 
+_SPARSE_CONSTANT = np.array([[1.0, 0.0], [0.0, 2.0]])
+
+
 def _sparse_program(x):
-    # broadcasting, a gather, a reduction, a matrix product (an extern
-    # entry with its own pattern) and a chain: every pass of the pattern
+    # broadcasting, a gather, a reduction, matrix products (extern entries
+    # with their own patterns; one through a constant's nonzeros) and a
+    # chain: every pass of the pattern
     a = np.sin(x[:-1]) * x[1:] ** 2
     M = np.reshape(x[:4], (2, 2))
-    return np.sum(a) + np.sum(M @ M) + np.max(np.exp(x[::2]))
+    return np.sum(a) + np.sum(M @ M) + np.max(np.exp(x[::2])) + \
+        np.sum(np.sin(M @ _SPARSE_CONSTANT))
 
 
 def _fails_then_succeeds(call, check):
@@ -231,7 +236,9 @@ def test_allocation_failure_in_sparsity_and_colouring_is_a_memory_error(kind):
     x = np.linspace(0.1, 1.3, 9)
     jac = lambda x: np.concatenate([np.sin(x[:-1]) * x[1:] ** 2,   # noqa: E731
                                     np.reshape(np.reshape(x[:4], (2, 2)) @
-                                               np.reshape(x[:4], (2, 2)), -1)])
+                                               np.reshape(x[:4], (2, 2)), -1),
+                                    np.reshape(np.reshape(x[:4], (2, 2)) @
+                                               _SPARSE_CONSTANT, -1)])
     dense = {"jacobian": np.asarray(ad.jacobian(jac)(x)),
              "hessian": np.asarray(ad.hessian(_sparse_program)(x))}
 

@@ -191,6 +191,21 @@ def test_custom_op_sparsity_rule_forms_accepted():
     np.testing.assert_array_equal(ad.jacobian_sparsity(lone)(x).toarray(), _eye(4))
 
 
+def test_custom_op_whose_pattern_has_no_nonzeros():
+    # a custom op that depends on nothing (its output a constant): an empty
+    # pattern is a pattern, not a malformed one
+    op = ad.custom_op(lambda a: np.ones_like(a), lambda g, out, a: (np.zeros_like(g),),
+                      jvp=lambda ts, out, a: np.zeros_like(ts[0]),
+                      sparsity=lambda out_shape, shape: [np.zeros((int(np.prod(out_shape)),
+                                                                   int(np.prod(shape))), bool)])
+    f = lambda x: op(x) * x[::-1]   # noqa: E731
+    x = np.arange(1.0, 5.0)
+    want = np.fliplr(np.eye(4, dtype=bool))
+    np.testing.assert_array_equal(ad.jacobian_sparsity(f)(x).toarray(), want)
+    _close(ad.sparse_jacobian(f)(x).toarray(), ad.jacobian(f)(x))
+    assert ad.jacobian_sparsity(op)(x).nnz == 0
+
+
 def test_scalar_and_tuple_arguments():
     f = lambda a, b: a * ad.sum(b ** 2)   # noqa: E731
     b = np.array([1.0, 2.0])

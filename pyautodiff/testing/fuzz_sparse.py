@@ -2,9 +2,11 @@
 csrc/sparsity.c) against the dense ones.
 
 Random programs over every op kind (elementwise with broadcasting,
-reductions, gathers, scatters, reshapes, where/maximum, matmul, a custom
-op, the library's extern ops with patterns of their own: scipy.special's
-erf and gammaln, prod, cumsum, convolutions), a vector result for a Jacobian or a scalar one for a Hessian.  For
+reductions, gathers, scatters, reshapes, where/maximum, matmul, products
+with constants that have zeros, a custom op, the library's extern ops
+with patterns of their own: scipy.special's erf and gammaln, prod,
+cumsum, convolutions), a vector result for a Jacobian or a scalar one
+for a Hessian.  For
 each: every nonzero of the dense ``ad.jacobian`` / ``ad.hessian`` lies in
 ``ad.jacobian_sparsity`` / ``ad.hessian_sparsity``; ``ad.sparse_jacobian``
 / ``ad.sparse_hessian`` equal the dense ones to 1e-12 relative; so do a
@@ -35,9 +37,16 @@ def cumsum_op():
                         jvp=lambda ts, out, a: np.cumsum(ts[0]))
 
 
+def _every_third(a):
+    """A constant of a's shape: 0.0 at every third element, else 1.0."""
+    return (np.arange(np.size(a)).reshape(np.shape(a)) % 3 != 0).astype(np.float64)
+
+
 UNARY = [ad.sin, ad.exp, ad.tanh, lambda a: a ** 2, lambda a: ad.log(a * a + 0.5),
          lambda a: ad.sqrt(a * a + 1.0), lambda a: 1.0 / (a * a + 1.0),
-         lambda a: a * 3.0 - 1.0, lambda a: -a, ad.arctan, ad.abs]
+         lambda a: a * 3.0 - 1.0, lambda a: -a, ad.arctan, ad.abs,
+         # a constant's zeros: no dependence there
+         lambda a: a * _every_third(a), lambda a: ad.where(_every_third(a) > 0, a, ad.sin(a))]
 BINARY = [lambda a, b: a + b, lambda a, b: a - b, lambda a, b: a * b,
           lambda a, b: a / (b * b + 1.0), ad.maximum,
           lambda a, b: ad.where(a > b, a * a, b), ad.hypot, ad.arctan2]
@@ -68,7 +77,8 @@ def _library_extern(r, a):
         choices.append(lambda: np.prod(a, axis=axis, keepdims=bool(r.integers(2))))
     if a.ndim == 1:
         mode = ("full", "valid", "same")[r.integers(3)]
-        k = r.normal(size=int(r.integers(1, 3)))
+        size = int(r.integers(1, 4))
+        k = r.normal(size=size) * (r.random(size) < 0.7)     # a filter with zeros
         choices.append(lambda: _convolve(a, k, mode=mode) if a.shape[0] >= k.shape[0]
                        else _convolve(k, a, mode=mode))
         if a.shape[0] >= 2:
@@ -83,7 +93,7 @@ def random_program(rng, n, hessian):
     for _ in range(rng.integers(3, 9)):
         steps.append((rng.integers(0, 8), rng.integers(0, 1 << 30)))
     pick_out = rng.integers(0, 1 << 30)
-    const = rng.normal(size=(3, n))
+    const = rng.normal(size=(3, n)) * (rng.random((3, n)) < 0.7)   # zeros too
 
     def f(x):
         pool = [x, ad.reshape(x, (2, n // 2))]
@@ -108,7 +118,7 @@ def random_program(rng, n, hessian):
                 if moves:
                     pool.append(moves[r.integers(len(moves))]())
             elif kind == 4 and a.ndim == 1 and a.shape[0] == n:
-                pool.append(const @ a if r.integers(2) else ad.tanh(const @ a))
+                pool.append((const @ a, ad.tanh(const @ a), a @ const.T)[r.integers(3)])
             elif kind == 5 and a.ndim == 2 and a.shape[1] == n // 2:
                 pool.append(a @ ad.reshape(x, (n // 2, 2)))
             elif kind == 6 and a.ndim == 1:
