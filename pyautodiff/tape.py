@@ -207,8 +207,10 @@ _DETACH_FIX = (
 
 def refuse_detached(x, what):
     """Raise DetachError where x, traced by a derivative or a recording,
-    would leave it as a plain number (what names the conversion)."""
-    if differentiated(x):
+    would leave it as a plain number (what names the conversion) while it
+    carries a derivative: a comparison's mask or a step function's result
+    (float(x > 0), float(np.floor(x))) has none to lose."""
+    if differentiated(x) and moves(x):
         if state.strict_rule is not None:
             raise NotImplementedError(
                 f"{state.strict_rule}: inside another derivative, its rule "

@@ -147,6 +147,22 @@ def test_what_stays_exact_raises_nothing():
                                       [1.0, 2.0])
 
 
+def test_numbers_with_no_derivative_convert():
+    """float() of a comparison's mask or a step function's result carries
+    no derivative to lose: it converts (a guard of a recording), as autograd
+    differentiates it (zero)."""
+    x = np.array([0.7, 1.3])
+    np.testing.assert_array_equal(
+        ad.grad(lambda x: float(x[0] >= 0) * x[1])(x), [0.0, 1.0])
+    np.testing.assert_array_equal(
+        ad.grad(lambda x: float(np.floor(x[0])) * x[1] + x[0])(x), [1.0, 0.0])
+    assert ad.grad(lambda s: float(s > 0) * s)(2.0) == 1.0
+    F = ad.record(lambda x: float(x[0] >= 0) * x[1], x)
+    assert F(np.array([0.2, 2.0])) == 2.0
+    with pytest.raises(ad.BranchError):
+        F(np.array([-0.2, 2.0]))
+
+
 def test_numbers_taken_out_of_an_array_are_guards_in_a_recording():
     # item() of a traced Array: a replay at other values must not reuse the
     # recorded number
