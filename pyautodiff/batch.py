@@ -26,6 +26,7 @@ import numpy as np
 
 from . import _core
 from ._core import ffi, lib
+from .guards import BranchError
 from .pytree import flatten, unflatten
 
 METHODS = ("value", "grad", "value_and_grad", "jacobian", "hessian", "hvp", "jvp",
@@ -317,12 +318,10 @@ def _leaf_rows(st, g, n):
 
 
 def _branch_error(rec, k, what):
-    from .record import BranchError
     return BranchError(f"point {k} of the batch: " + rec._flipped_message(what))
 
 
 def _point_by_point(rec, batch, method):
-    from .record import BranchError
     fn = rec.__call__ if method == "value" else getattr(rec, method)
     rows, failed = [], []
     for k in range(batch.count):

@@ -6,6 +6,13 @@ from .tape import DETACHED, NO_GRAD
 from .value import Value
 
 
+class BranchError(RuntimeError):
+    """A replay reached a decision (a comparison, a truth value, a boolean
+    mask) that goes the other way than when the function was recorded, or
+    a number the function took out of a traced value (x.item()) that is
+    not what it was."""
+
+
 def takes_guards(a):
     """Is a (an Array or a Value) recorded by ad.record, which keeps guards?"""
     t = a._t

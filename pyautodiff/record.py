@@ -27,18 +27,12 @@ import io
 import numpy as np
 
 from . import _core, batch, sparse, tapefile
+from .guards import BranchError
 from ._core import ffi, lib
 from .pytree import flatten
 from .tape import state
 from .trace import Trace, refuse_variables
 from .value import Value
-
-
-class BranchError(RuntimeError):
-    """A replay reached a decision (a comparison, a truth value, a boolean
-    mask) that goes the other way than when the function was recorded, or
-    a number the function took out of a traced value (float(x)) that is
-    not what it was."""
 
 
 def _one_at_a_time(method):
