@@ -380,14 +380,31 @@ typedef struct ad_many {
     int64_t npoints;
     const double *x;
     int64_t nx;
-    int mode;
+    int mode;               /* an ad_replay_mode or an ad_many_mode       */
     int64_t out;
     int64_t nout;
     double *f;
     double *g;
     int64_t *flipped;
     int nthreads;
+    /* AD_MANY_HVP and AD_MANY_HESSIAN: the variables (entries, in order),
+     * nv numbers in all; hvp's direction at point k is v[k * nv ...] and
+     * its product goes to g[k * nv ...], the Hessian to g[k * nv * nv ...]
+     * (row-major).  The objective is the plan's output.                 */
+    int64_t nvar;
+    const int64_t *var;
+    int64_t nv;
+    const double *v;
 } ad_many;
+
+/* The second-order methods of map: each point's Hessian-vector product
+ * (ad_tangent, then ad_second_order from the plan's output) or its
+ * Hessian, AD_MAX_LANES columns a sweep, in the order and lanes the
+ * single call takes (trace.py), so each row is bit for bit its.         */
+enum ad_many_mode {
+    AD_MANY_HVP = 16,
+    AD_MANY_HESSIAN = 17
+};
 
 int ad_replay_many(ad_tape *t, ad_many *m);
 /* A copy of t that replays on its own (columns, blocks' values and maps;

@@ -96,40 +96,149 @@ static void keep_error(share *s, const ad_tape *t)
     memcpy(s->errmsg, t->errmsg, sizeof s->errmsg);
 }
 
+static int second_order_method(int mode)
+{
+    return mode == AD_MANY_HVP || mode == AD_MANY_HESSIAN;
+}
+
+/* The value, or value and gradient, at point k (ad_replay's). */
+static int first_order_point(ad_tape *c, const ad_many *m, int64_t k)
+{
+    double fk = 0.0;
+    double *g = m->mode == AD_REPLAY_VALUES ? 0 : m->g + k * m->nx;
+    int status = ad_replay(c, m->plan, m->x + k * m->nx, m->mode, 0, &fk, g,
+                           &m->flipped[k]);
+    if (status != AD_OK || m->flipped[k] >= 0)
+        return status;
+    if (m->mode != AD_REPLAY_VALUES)
+        m->f[k] = fk;
+    else if (c->aux[m->out] < 0)
+        m->f[k * m->nout] = c->val[m->out];
+    else
+        memcpy(m->f + k * m->nout, c->blk[c->aux[m->out]].val,
+               (size_t)m->nout * sizeof *m->f);
+    return AD_OK;
+}
+
+static int64_t entry_size(const ad_tape *t, int64_t i)
+{
+    return t->aux[i] < 0 ? 1 : t->blk[t->aux[i]].size;
+}
+
+/* The variables' dadj (of the selected lane), flat, every stride-th
+ * number of out from out[0]: zeros where the sweep reached none.       */
+static void read_dadj(ad_tape *c, const ad_many *m, double *out, int64_t stride)
+{
+    for (int64_t j = 0; j < m->nvar; ++j) {
+        const int64_t size = entry_size(c, m->var[j]);
+        const double *d = ad_entry_scratch(c, m->var[j], 2);
+        for (int64_t e = 0; e < size; ++e, out += stride)
+            *out = d ? d[e] : 0.0;
+    }
+}
+
+/* A Hessian-vector product, or the Hessian, at point k.  seeds: room for
+ * AD_MAX_LANES * nv numbers; ptrs: for nvar pointers.                   */
+static int second_order_point(ad_tape *c, const ad_many *m, int64_t k,
+                              double *seeds, const double **ptrs)
+{
+    double fk;
+    int status = ad_replay(c, m->plan, m->x + k * m->nx, AD_REPLAY_VALUES, 0,
+                           &fk, 0, &m->flipped[k]);
+    if (status != AD_OK || m->flipped[k] >= 0)
+        return status;
+    const double one = 1.0, zero = 0.0;
+    const int64_t nv = m->nv, len = ad_len(c), out = m->plan->output;
+    if (m->mode == AD_MANY_HVP) {
+        const double *v = m->v + k * nv;
+        for (int64_t j = 0; j < m->nvar; v += entry_size(c, m->var[j]), ++j)
+            ptrs[j] = v;
+        if ((status = ad_tangent(c, len, 1, m->nvar, m->var, &zero, ptrs)) != AD_OK ||
+            (status = ad_second_order(c, 1, &out, &one, 0)) != AD_OK)
+            return status;
+        read_dadj(c, m, m->g + k * nv, 1);
+        return AD_OK;
+    }
+    double *h = m->g + k * nv * nv;
+    for (int64_t lo = 0; lo < nv && status == AD_OK; lo += AD_MAX_LANES) {
+        const int64_t lanes = nv - lo < AD_MAX_LANES ? nv - lo : AD_MAX_LANES;
+        /* the unit directions lo .. lo + lanes - 1, each variable's seed
+         * lane after lane (ad_tangent's layout) */
+        memset(seeds, 0, (size_t)(lanes * nv) * sizeof *seeds);
+        for (int64_t j = 0, at = 0; j < m->nvar; ++j) {
+            const int64_t size = entry_size(c, m->var[j]);
+            double *s = seeds + lanes * at;
+            ptrs[j] = s;
+            for (int64_t l = 0; l < lanes; ++l)
+                if (lo + l >= at && lo + l < at + size)
+                    s[l * size + (lo + l - at)] = 1.0;
+            at += size;
+        }
+        status = ad_tangent(c, len, lanes, m->nvar, m->var, &zero, ptrs);
+        if (status == AD_OK)
+            status = ad_second_order(c, 1, &out, &one, 0);
+        for (int64_t l = 0; l < lanes && status == AD_OK; ++l)
+            if ((status = ad_select_lane(c, l)) == AD_OK)
+                read_dadj(c, m, h + lo + l, nv);
+    }
+    if (status == AD_OK)
+        status = ad_select_lane(c, 0);
+    return status;
+}
+
 static void *replay_share(void *arg)
 {
     share *s = arg;
     const ad_many *m = s->m;
+    const int second = second_order_method(m->mode);
     ad_tape *c = ad_tape_copy(s->tape);
-    if (!c) {
+    double *seeds = second ? malloc((size_t)(AD_MAX_LANES * m->nv + 1) * sizeof *seeds) : 0;
+    const double **ptrs = second ? malloc((size_t)(m->nvar + 1) * sizeof *ptrs) : 0;
+    if (!c || (second && (!seeds || !ptrs))) {
         s->status = AD_ENOMEM;
         snprintf(s->errmsg, sizeof s->errmsg, "out of memory copying the "
                  "recording for a thread of map");
-        return 0;
     }
-    for (int64_t k = s->lo; k < s->hi; ++k) {
-        double fk = 0.0;
-        double *g = m->mode == AD_REPLAY_VALUES ? 0 : m->g + k * m->nx;
-        int status = ad_replay(c, m->plan, m->x + k * m->nx, m->mode, 0, &fk, g,
-                               &m->flipped[k]);
+    for (int64_t k = s->lo; k < s->hi && s->status == AD_OK; ++k) {
+        int status = second ? second_order_point(c, m, k, seeds, ptrs)
+                            : first_order_point(c, m, k);
         if (status != AD_OK) {
             s->status = status;
             keep_error(s, c);
-            break;
-        }
-        if (m->flipped[k] >= 0)
-            continue;
-        if (m->mode != AD_REPLAY_VALUES) {
-            m->f[k] = fk;
-        } else if (c->aux[m->out] < 0) {
-            m->f[k * m->nout] = c->val[m->out];
-        } else {
-            memcpy(m->f + k * m->nout, c->blk[c->aux[m->out]].val,
-                   (size_t)m->nout * sizeof *m->f);
         }
     }
+    free(seeds);
+    free(ptrs);
     ad_tape_copy_free(c);
     return 0;
+}
+
+/* The second-order methods' variables: entries of the tape (leaves,
+ * none twice), nv numbers in all; an objective; room for the results.  */
+static int check_variables(ad_tape *t, const ad_many *m)
+{
+    const int64_t n = ad_len(t);
+    int64_t nv = 0;
+    if (m->plan->output < 0 || m->nvar < 0 || (m->nvar && !m->var))
+        return ad_fail(t, AD_EINVAL, -1, "map: a Hessian needs an objective "
+                       "entry and the variables");
+    for (int64_t j = 0; j < m->nvar; ++j) {
+        const int64_t e = m->var[j];
+        if (e < 0 || e >= n || t->op[e] != AD_LEAF)
+            return ad_fail(t, AD_EINVAL, e, "map: variable %lld is not a leaf "
+                           "of the recording", (long long)j);
+        for (int64_t i = 0; i < j; ++i)
+            if (m->var[i] == e)
+                return ad_fail(t, AD_EINVAL, e, "map: variable %lld repeats "
+                               "entry %lld", (long long)j, (long long)e);
+        nv += entry_size(t, e);
+    }
+    if (nv != m->nv || (m->npoints && nv && !m->g) ||
+        (m->mode == AD_MANY_HVP && m->npoints && nv && !m->v))
+        return ad_fail(t, AD_EINVAL, -1, "map: the variables hold %lld numbers, "
+                       "not %lld, or there is no room for the results",
+                       (long long)nv, (long long)m->nv);
+    return AD_OK;
 }
 
 int ad_replay_many(ad_tape *t, ad_many *m)
@@ -149,6 +258,10 @@ int ad_replay_many(ad_tape *t, ad_many *m)
             return ad_fail(t, AD_EINVAL, -1, "map: the result entry %lld does "
                            "not hold %lld numbers", (long long)m->out,
                            (long long)m->nout);
+    } else if (second_order_method(m->mode)) {
+        status = check_variables(t, m);
+        if (status != AD_OK)
+            return status;
     } else if (m->mode != AD_REPLAY_GRAD || m->plan->output < 0 ||
                (m->npoints && nx && !m->g)) {
         return ad_fail(t, AD_EINVAL, -1, "map: a gradient needs an objective "

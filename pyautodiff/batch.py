@@ -8,11 +8,13 @@ them, as ``jax.vmap`` has it.  The results are stacked on a leading axis,
 each row bit for bit the single call's at that point.
 
 The value of a recording whose result is one entry, and the value and
-gradient of one whose result is a scalar, run in C (csrc/many.c): the
-points are split among ``threads`` threads (every core the process may
-use by default), each replaying on its own copy of the tape with the GIL
-released.  Every other method, and recordings with extern ops whose rules
-are Python code, go point by point through the method itself.  Points go
+gradient, Hessian-vector product and Hessian of one whose result is a
+scalar (with respect to one float or ndarray argument for the second
+order), run in C (csrc/many.c): the points are split among ``threads``
+threads (every core the process may use by default), each replaying on
+its own copy of the tape with the GIL released.  Every other method, and
+recordings with extern ops whose rules are Python code, go point by point
+through the method itself.  Points go
 to C in chunks of about a tenth of a second, so Ctrl-C lands between two
 of them.
 
@@ -28,6 +30,7 @@ from . import _core
 from ._core import ffi, lib
 from .guards import BranchError
 from .pytree import flatten, unflatten
+from .trace import LANES
 
 METHODS = ("value", "grad", "value_and_grad", "jacobian", "hessian", "hvp", "jvp",
            "sparse_jacobian", "sparse_hessian")
@@ -239,8 +242,12 @@ def _native(rec, method):
         if st.node is None and rec.trace.entry_of(leaves[0]) is not None:
             return "value"
         return None
-    if method in ("grad", "value_and_grad") and rec._objective is not None \
-            and isinstance(rec.trace.argnum, int):
+    if rec._objective is None or not isinstance(rec.trace.argnum, int):
+        return None
+    if method in ("grad", "value_and_grad"):
+        return method
+    if method in ("hvp", "hessian") and \
+            rec.trace.structures[rec.trace.argnum].node is None:
         return method
     return None
 
@@ -257,6 +264,7 @@ def _in_c(rec, batch, kind, threads):
     n = batch.count
     x = batch.rows()
     nx = x.shape[1]
+    second = kind in ("hvp", "hessian")
     if kind == "value":
         leaves, _ = tr.outputs()
         out = leaves[0]
@@ -264,6 +272,14 @@ def _in_c(rec, batch, kind, threads):
         nout = int(np.prod(shape, dtype=np.int64))
         f = np.empty((n, nout))
         g = None
+    elif second:
+        var = tr.leaves[tr.argnum][0]
+        shape = np.shape(var._d)
+        nv = int(np.prod(shape, dtype=np.int64))
+        f = np.empty(n)
+        g = np.empty((n, nv * nv if kind == "hessian" else nv))
+        v = np.ascontiguousarray(np.reshape(batch.vector, (n, nv)), dtype=np.float64) \
+            if kind == "hvp" else None
     else:
         f = np.empty(n)
         g = np.empty((n, nx))
@@ -271,11 +287,17 @@ def _in_c(rec, batch, kind, threads):
     m = ffi.new("ad_many *")
     m.plan = rec.plan
     m.nx = nx
-    m.mode = lib.AD_REPLAY_VALUES if kind == "value" else lib.AD_REPLAY_GRAD
+    m.mode = {"value": lib.AD_REPLAY_VALUES, "hvp": lib.AD_MANY_HVP,
+              "hessian": lib.AD_MANY_HESSIAN}.get(kind, lib.AD_REPLAY_GRAD)
     m.nthreads = threads
     if kind == "value":
         m.out, m.nout = out._i, nout
-    step = max(threads, threads * (_CHUNK_WORK // max(len(tape), 1)))
+    if second:
+        variables = ffi.new("int64_t[]", [var._i])
+        m.nvar, m.var, m.nv = 1, variables, nv
+    # (a Hessian takes three sweeps per LANES of its columns)
+    sweeps = 3 * -(-nv // LANES) if kind == "hessian" else 3 if kind == "hvp" else 1
+    step = max(threads, threads * (_CHUNK_WORK // max(len(tape) * sweeps, 1)))
     with tape.lock:
         tape._check_open()
         tape.flush()
@@ -284,8 +306,10 @@ def _in_c(rec, batch, kind, threads):
             m.npoints = hi - lo
             m.x = ffi.from_buffer("double[]", x[lo:hi]) if nx else ffi.NULL
             m.f = ffi.from_buffer("double[]", f[lo:hi])
-            m.g = ffi.from_buffer("double[]", g[lo:hi]) if g is not None and nx \
+            m.g = ffi.from_buffer("double[]", g[lo:hi]) if g is not None and g.size \
                 else ffi.NULL
+            if kind == "hvp":
+                m.v = ffi.from_buffer("double[]", v[lo:hi]) if v.size else ffi.NULL
             m.flipped = ffi.from_buffer("int64_t[]", flipped[lo:hi])
             _core.check(lib.ad_replay_many(tape._c, m), tape._c, tape)
     bad = np.flatnonzero(flipped >= 0)
@@ -295,6 +319,10 @@ def _in_c(rec, batch, kind, threads):
         g[bad] = np.nan
     if kind == "value":
         return f.reshape((n,) + shape), failed
+    if kind == "hvp":
+        return g.reshape((n,) + shape), failed
+    if kind == "hessian":
+        return g.reshape((n,) + shape + shape), failed
     k = tr.argnums[0]
     st = tr.structures[k]
     lo = sum(_size(tr.structures[j]) for j in range(k))

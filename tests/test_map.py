@@ -1,6 +1,7 @@
 """F.map: one recording at many points in one call.  Every row is bit for
 bit the single call's at its point, for every method, in_axes, thread
 count, guard flip (raised, or NaN rows) and input layout."""
+import signal
 import threading
 
 import numpy as np
@@ -199,3 +200,57 @@ def test_bad_batches_say_what_is_wrong():
         F.map(X, np.ones((3, 6)), in_axes=(0, None), threads=0)
     with pytest.raises(TypeError, match="takes 2 arguments"):
         F.map(X)
+
+
+def _smooth(x):
+    return np.sum(np.exp(-x ** 2) * np.tanh(x[::-1])) / (1.0 + np.sum(x ** 2))
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_second_order_in_c_bit_for_bit(threads):
+    # six variables: a Hessian takes two tangent sweeps, of four lanes and two
+    A = RNG.normal(size=(6, 6))
+    for f in (rosen, _smooth, lambda x: np.sum(np.sin(A @ x) ** 2)):
+        F = ad.record(f, X[0])
+        V = RNG.normal(size=X.shape)
+        _same(F.map(X, method="hessian", threads=threads), _rows(F.hessian, X))
+        _same(F.map(X, V, method="hvp", threads=threads),
+              np.stack([F.hvp(x, v) for x, v in zip(X, V)]))
+        _same(F.hessian(X[3]), ad.hessian(f)(X[3]))     # F itself unchanged
+
+
+def test_second_order_of_one_argument_among_several():
+    def loss(p, d, s):
+        return s * np.sum(np.log1p(np.exp(-(d @ p))))
+    D = RNG.normal(size=(4, 3))
+    F = ad.record(loss, X[0, :3], D, 0.5)
+    P = X[:, :3]
+    _same(F.map(P, D, 0.5, method="hessian", in_axes=(0, None, None)),
+          np.stack([F.hessian(p, D, 0.5) for p in P]))
+    V = RNG.normal(size=P.shape)
+    _same(F.map(P, D, 0.5, V, method="hvp", in_axes=(0, None, None, 0)),
+          np.stack([F.hvp(p, D, 0.5, v) for p, v in zip(P, V)]))
+    s = np.linspace(0.1, 2.0, 5)
+    G = ad.record(lambda t, x: t ** 3 * np.sum(np.sin(x)), 0.5, X[0], argnum=0)
+    _same(G.map(s, X[0], method="hessian", in_axes=(0, None)),
+          np.array([G.hessian(t, X[0]) for t in s]))
+
+
+def test_ctrl_c_lands_between_chunks():
+    # about 40 s of work at a few hundred ns an entry: an interrupt after a
+    # fraction of a second must stop it at the next chunk
+    def long(x):
+        y = x[0]
+        for _ in range(2000):
+            y = np.sin(y) * x[1] + 0.5
+        return y
+    F = ad.record(long, np.array([0.3, 0.7]))
+    pts = np.tile([0.3, 0.7], (1_000_000, 1))
+    timer = threading.Timer(0.3, signal.raise_signal, (signal.SIGINT,))
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            F.map(pts, method="grad", threads=2)
+    finally:
+        timer.cancel()
+    _same(F.map(pts[:3], method="grad"), _rows(F.grad, pts[:3]))   # still whole
