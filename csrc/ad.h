@@ -387,23 +387,26 @@ typedef struct ad_many {
     double *g;
     int64_t *flipped;
     int nthreads;
-    /* AD_MANY_HVP and AD_MANY_HESSIAN: the variables (entries, in order),
-     * nv numbers in all; hvp's direction at point k is v[k * nv ...] and
-     * its product goes to g[k * nv ...], the Hessian to g[k * nv * nv ...]
-     * (row-major).  The objective is the plan's output.                 */
+    /* AD_MANY_*: the variables (entries, in order), nv numbers in all;
+     * hvp's direction at point k is v[k * nv ...] and its product goes to
+     * g[k * nv ...], the Hessian to g[k * nv * nv ...] (row-major).  The
+     * objective is the plan's output.                                  */
     int64_t nvar;
     const int64_t *var;
     int64_t nv;
     const double *v;
 } ad_many;
 
-/* The second-order methods of map: each point's Hessian-vector product
- * (ad_tangent, then ad_second_order from the plan's output) or its
- * Hessian, AD_MAX_LANES columns a sweep, in the order and lanes the
- * single call takes (trace.py), so each row is bit for bit its.         */
+/* The derivatives of map that take the variables: each point's
+ * Hessian-vector product (ad_tangent, then ad_second_order from the
+ * plan's output), its Hessian, AD_MAX_LANES columns a sweep, or the
+ * Jacobian of entry out (nout numbers; into g[k * nout * nv ...],
+ * row-major), in the order and lanes the single call takes (trace.py),
+ * so each row is bit for bit its.                                        */
 enum ad_many_mode {
     AD_MANY_HVP = 16,
-    AD_MANY_HESSIAN = 17
+    AD_MANY_HESSIAN = 17,
+    AD_MANY_JACOBIAN = 18
 };
 
 int ad_replay_many(ad_tape *t, ad_many *m);

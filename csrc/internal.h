@@ -551,4 +551,10 @@ void ad_adjoint_settle(ad_tape *t, int64_t j);
 int ad_second_claim(ad_tape *t, int64_t j, int can_assign);
 void ad_second_settle(ad_tape *t, int64_t j);
 
+/* The gradients of entries idx[0 .. n - 1] (replay.c): set to zero before
+ * a sweep, read after it one after another into g (zeros where the sweep
+ * reached none).                                                         */
+int ad_zero_grads(ad_tape *t, int64_t n, const int64_t *idx);
+void ad_read_grads(ad_tape *t, int64_t n, const int64_t *idx, double *g);
+
 #endif

@@ -96,9 +96,11 @@ static void keep_error(share *s, const ad_tape *t)
     memcpy(s->errmsg, t->errmsg, sizeof s->errmsg);
 }
 
-static int second_order_method(int mode)
+/* The methods that take the variables (and a seeds buffer per thread). */
+static int takes_variables(int mode)
 {
-    return mode == AD_MANY_HVP || mode == AD_MANY_HESSIAN;
+    return mode == AD_MANY_HVP || mode == AD_MANY_HESSIAN ||
+           mode == AD_MANY_JACOBIAN;
 }
 
 /* The value, or value and gradient, at point k (ad_replay's). */
@@ -137,6 +139,26 @@ static void read_dadj(ad_tape *c, const ad_many *m, double *out, int64_t stride)
     }
 }
 
+/* A tangent sweep along the unit directions lo .. lo + lanes - 1 of the
+ * variables' nv numbers: each variable's seed lane after lane (the
+ * layout of ad_tangent) in seeds, pointed to by ptrs.                    */
+static int unit_tangents(ad_tape *c, const ad_many *m, int64_t lo, int64_t lanes,
+                         double *seeds, const double **ptrs)
+{
+    const double zero = 0.0;
+    memset(seeds, 0, (size_t)(lanes * m->nv) * sizeof *seeds);
+    for (int64_t j = 0, at = 0; j < m->nvar; ++j) {
+        const int64_t size = entry_size(c, m->var[j]);
+        double *s = seeds + lanes * at;
+        ptrs[j] = s;
+        for (int64_t l = 0; l < lanes; ++l)
+            if (lo + l >= at && lo + l < at + size)
+                s[l * size + (lo + l - at)] = 1.0;
+        at += size;
+    }
+    return ad_tangent(c, ad_len(c), lanes, m->nvar, m->var, &zero, ptrs);
+}
+
 /* A Hessian-vector product, or the Hessian, at point k.  seeds: room for
  * AD_MAX_LANES * nv numbers; ptrs: for nvar pointers.                   */
 static int second_order_point(ad_tape *c, const ad_many *m, int64_t k,
@@ -162,19 +184,7 @@ static int second_order_point(ad_tape *c, const ad_many *m, int64_t k,
     double *h = m->g + k * nv * nv;
     for (int64_t lo = 0; lo < nv && status == AD_OK; lo += AD_MAX_LANES) {
         const int64_t lanes = nv - lo < AD_MAX_LANES ? nv - lo : AD_MAX_LANES;
-        /* the unit directions lo .. lo + lanes - 1, each variable's seed
-         * lane after lane (ad_tangent's layout) */
-        memset(seeds, 0, (size_t)(lanes * nv) * sizeof *seeds);
-        for (int64_t j = 0, at = 0; j < m->nvar; ++j) {
-            const int64_t size = entry_size(c, m->var[j]);
-            double *s = seeds + lanes * at;
-            ptrs[j] = s;
-            for (int64_t l = 0; l < lanes; ++l)
-                if (lo + l >= at && lo + l < at + size)
-                    s[l * size + (lo + l - at)] = 1.0;
-            at += size;
-        }
-        status = ad_tangent(c, len, lanes, m->nvar, m->var, &zero, ptrs);
+        status = unit_tangents(c, m, lo, lanes, seeds, ptrs);
         if (status == AD_OK)
             status = ad_second_order(c, 1, &out, &one, 0);
         for (int64_t l = 0; l < lanes && status == AD_OK; ++l)
@@ -186,13 +196,61 @@ static int second_order_point(ad_tape *c, const ad_many *m, int64_t k,
     return status;
 }
 
+/* The Jacobian of entry m->out (nout numbers) at point k, as the single
+ * call takes it (trace.py): a reverse sweep per row where it has no more
+ * rows than columns, else tangent sweeps along AD_MAX_LANES columns at a
+ * time.                                                                  */
+static int jacobian_point(ad_tape *c, const ad_many *m, int64_t k,
+                          double *seeds, const double **ptrs)
+{
+    double fk;
+    int status = ad_replay(c, m->plan, m->x + k * m->nx, AD_REPLAY_VALUES, 0,
+                           &fk, 0, &m->flipped[k]);
+    if (status != AD_OK || m->flipped[k] >= 0)
+        return status;
+    const int64_t nv = m->nv, rows = m->nout, out = m->out;
+    double *jac = m->g + k * rows * nv;
+    if (rows <= nv) {
+        const int scalar = c->aux[out] < 0;
+        for (int64_t r = 0; r < rows && status == AD_OK; ++r) {
+            const double seed = scalar ? 1.0 : 0.0;
+            const double *unit = seeds;
+            if (!scalar) {
+                memset(seeds, 0, (size_t)rows * sizeof *seeds);
+                seeds[r] = 1.0;
+            }
+            if ((status = ad_zero_grads(c, m->nvar, m->var)) == AD_OK &&
+                (status = ad_backward_arrays(c, 1, &out, &seed, scalar ? 0 : &unit,
+                                             AD_SWEEP_LEAVES, 0)) == AD_OK)
+                ad_read_grads(c, m->nvar, m->var, jac + r * nv);
+        }
+        return status;
+    }
+    for (int64_t lo = 0; lo < nv && status == AD_OK; lo += AD_MAX_LANES) {
+        const int64_t lanes = nv - lo < AD_MAX_LANES ? nv - lo : AD_MAX_LANES;
+        status = unit_tangents(c, m, lo, lanes, seeds, ptrs);
+        for (int64_t l = 0; l < lanes && status == AD_OK; ++l) {
+            if ((status = ad_select_lane(c, l)) != AD_OK)
+                break;
+            const double *d = ad_entry_scratch(c, out, 1);
+            for (int64_t r = 0; r < rows; ++r)
+                jac[r * nv + lo + l] = d ? d[r] : 0.0;
+        }
+    }
+    if (status == AD_OK)
+        status = ad_select_lane(c, 0);
+    return status;
+}
+
 static void *replay_share(void *arg)
 {
     share *s = arg;
     const ad_many *m = s->m;
-    const int second = second_order_method(m->mode);
+    const int second = takes_variables(m->mode);
     ad_tape *c = ad_tape_copy(s->tape);
-    double *seeds = second ? malloc((size_t)(AD_MAX_LANES * m->nv + 1) * sizeof *seeds) : 0;
+    /* room for AD_MAX_LANES unit directions, or a unit seed of the result */
+    const int64_t room = AD_MAX_LANES * m->nv > m->nout ? AD_MAX_LANES * m->nv : m->nout;
+    double *seeds = second ? malloc((size_t)(room + 1) * sizeof *seeds) : 0;
     const double **ptrs = second ? malloc((size_t)(m->nvar + 1) * sizeof *ptrs) : 0;
     if (!c || (second && (!seeds || !ptrs))) {
         s->status = AD_ENOMEM;
@@ -200,8 +258,9 @@ static void *replay_share(void *arg)
                  "recording for a thread of map");
     }
     for (int64_t k = s->lo; k < s->hi && s->status == AD_OK; ++k) {
-        int status = second ? second_order_point(c, m, k, seeds, ptrs)
-                            : first_order_point(c, m, k);
+        int status = m->mode == AD_MANY_JACOBIAN ? jacobian_point(c, m, k, seeds, ptrs)
+                   : second ? second_order_point(c, m, k, seeds, ptrs)
+                   : first_order_point(c, m, k);
         if (status != AD_OK) {
             s->status = status;
             keep_error(s, c);
@@ -219,9 +278,10 @@ static int check_variables(ad_tape *t, const ad_many *m)
 {
     const int64_t n = ad_len(t);
     int64_t nv = 0;
-    if (m->plan->output < 0 || m->nvar < 0 || (m->nvar && !m->var))
+    if ((m->mode != AD_MANY_JACOBIAN && m->plan->output < 0) || m->nvar < 0 ||
+        (m->nvar && !m->var))
         return ad_fail(t, AD_EINVAL, -1, "map: a Hessian needs an objective "
-                       "entry and the variables");
+                       "entry, and every derivative the variables");
     for (int64_t j = 0; j < m->nvar; ++j) {
         const int64_t e = m->var[j];
         if (e < 0 || e >= n || t->op[e] != AD_LEAF)
@@ -252,13 +312,16 @@ int ad_replay_many(ad_tape *t, ad_many *m)
         return ad_fail(t, AD_EINVAL, -1, "map: a bad batch (%lld points of "
                        "%lld numbers, the recording takes %lld)",
                        (long long)m->npoints, (long long)m->nx, (long long)nx);
-    if (m->mode == AD_REPLAY_VALUES) {
+    if (m->mode == AD_REPLAY_VALUES || m->mode == AD_MANY_JACOBIAN) {
         if (m->out < 0 || m->out >= ad_len(t) || t->aux[m->out] >= AD_COUNT_LOAD(t->nblk) ||
             m->nout != (t->aux[m->out] < 0 ? 1 : t->blk[t->aux[m->out]].size))
             return ad_fail(t, AD_EINVAL, -1, "map: the result entry %lld does "
                            "not hold %lld numbers", (long long)m->out,
                            (long long)m->nout);
-    } else if (second_order_method(m->mode)) {
+    }
+    if (m->mode == AD_REPLAY_VALUES) {
+        ;
+    } else if (takes_variables(m->mode)) {
         status = check_variables(t, m);
         if (status != AD_OK)
             return status;

@@ -105,12 +105,12 @@ static void write_leaves(ad_tape *t, const ad_replay_plan *p, const double *x)
     }
 }
 
-/* The leaves' gradients start from zero: what a sweep adds is the
- * gradient of this replay alone. */
-static int zero_leaf_grads(ad_tape *t, const ad_replay_plan *p)
+/* The gradients of entries idx[0 .. n - 1] start from zero: what a sweep
+ * adds is the gradient of this replay alone. */
+int ad_zero_grads(ad_tape *t, int64_t n, const int64_t *idx)
 {
-    for (int64_t k = 0; k < p->nleaves; ++k) {
-        int64_t e = p->leaf[k];
+    for (int64_t k = 0; k < n; ++k) {
+        int64_t e = idx[k];
         if (t->aux[e] < 0) {
             t->grad[e] = 0.0;
             continue;
@@ -122,12 +122,13 @@ static int zero_leaf_grads(ad_tape *t, const ad_replay_plan *p)
     return AD_OK;
 }
 
-/* The leaves' gradients into g; a leaf the sweep did not reach has none
- * (the output does not depend on it): zeros. */
-static void read_gradient(ad_tape *t, const ad_replay_plan *p, double *g)
+/* The gradients of entries idx[0 .. n - 1] into g, one after another; an
+ * entry the sweep did not reach has none (the output does not depend on
+ * it): zeros. */
+void ad_read_grads(ad_tape *t, int64_t n, const int64_t *idx, double *g)
 {
-    for (int64_t k = 0; k < p->nleaves; ++k) {
-        int64_t e = p->leaf[k];
+    for (int64_t k = 0; k < n; ++k) {
+        int64_t e = idx[k];
         if (t->aux[e] < 0) {
             *g++ = t->grad[e];
             continue;
@@ -166,13 +167,13 @@ int ad_replay(ad_tape *t, const ad_replay_plan *p, const double *x, int mode,
     *f = aux < 0 ? t->val[p->output] : t->blk[aux].val[0];
     if (mode == AD_REPLAY_GRAD_FINITE && !isfinite(*f))
         return AD_OK;
-    if ((status = zero_leaf_grads(t, p)) != AD_OK)
+    if ((status = ad_zero_grads(t, p->nleaves, p->leaf)) != AD_OK)
         return status;
     const double one = 1.0;
     status = ad_backward_arrays(t, 1, &p->output, &one, 0, AD_SWEEP_LEAVES,
                                 check);
     if (status != AD_OK)
         return status;
-    read_gradient(t, p, g);
+    ad_read_grads(t, p->nleaves, p->leaf, g);
     return AD_OK;
 }

@@ -7,10 +7,10 @@ list, tuple or dict argument does), one with None is shared by all of
 them, as ``jax.vmap`` has it.  The results are stacked on a leading axis,
 each row bit for bit the single call's at that point.
 
-The value of a recording whose result is one entry, and the value and
-gradient, Hessian-vector product and Hessian of one whose result is a
-scalar (with respect to one float or ndarray argument for the second
-order), run in C (csrc/many.c): the points are split among ``threads``
+The value and Jacobian of a recording whose result is one entry, and the
+value and gradient, Hessian-vector product and Hessian of one whose
+result is a scalar (with respect to one float or ndarray argument but for
+the gradient), run in C (csrc/many.c): the points are split among ``threads``
 threads (every core the process may use by default), each replaying on
 its own copy of the tape with the GIL released.  Every other method, and
 recordings with extern ops whose rules are Python code, go point by point
@@ -232,8 +232,8 @@ def _map(rec, args, method, in_axes, threads):
 
 
 def _native(rec, method):
-    """What C computes for method: "value" (the result entry's values) or
-    "value_and_grad"; None where it goes point by point."""
+    """What C computes for method (the method's name, "value" the result
+    entry's values), or None where it goes point by point."""
     tape = rec.trace.tape
     if tape.externs and any(not _computed(tape, i) for i in tape.externs):
         return None
@@ -242,12 +242,17 @@ def _native(rec, method):
         if st.node is None and rec.trace.entry_of(leaves[0]) is not None:
             return "value"
         return None
-    if rec._objective is None or not isinstance(rec.trace.argnum, int):
+    tr = rec.trace
+    if not isinstance(tr.argnum, int):
         return None
-    if method in ("grad", "value_and_grad"):
-        return method
-    if method in ("hvp", "hessian") and \
-            rec.trace.structures[rec.trace.argnum].node is None:
+    plain = tr.structures[tr.argnum].node is None
+    if method == "jacobian":
+        leaves, st = tr.outputs()
+        return method if plain and st.node is None and \
+            tr.entry_of(leaves[0]) is not None else None
+    if rec._objective is None:
+        return None
+    if method in ("grad", "value_and_grad") or (method in ("hvp", "hessian") and plain):
         return method
     return None
 
@@ -264,39 +269,52 @@ def _in_c(rec, batch, kind, threads):
     n = batch.count
     x = batch.rows()
     nx = x.shape[1]
-    second = kind in ("hvp", "hessian")
-    if kind == "value":
-        leaves, _ = tr.outputs()
-        out = leaves[0]
-        shape = np.shape(out._d)
-        nout = int(np.prod(shape, dtype=np.int64))
-        f = np.empty((n, nout))
-        g = None
-    elif second:
+    # the value and the Jacobian are of the result entry, the derivatives
+    # but the gradient's of the variable (one float or ndarray)
+    takes_output = kind in ("value", "jacobian")
+    takes_variable = kind in ("hvp", "hessian", "jacobian")
+    if takes_output:
+        out = tr.outputs()[0][0]
+        oshape = np.shape(out._d)
+        nout = int(np.prod(oshape, dtype=np.int64))
+    if takes_variable:
         var = tr.leaves[tr.argnum][0]
         shape = np.shape(var._d)
         nv = int(np.prod(shape, dtype=np.int64))
-        f = np.empty(n)
-        g = np.empty((n, nv * nv if kind == "hessian" else nv))
-        v = np.ascontiguousarray(np.reshape(batch.vector, (n, nv)), dtype=np.float64) \
-            if kind == "hvp" else None
-    else:
-        f = np.empty(n)
-        g = np.empty((n, nx))
+    width = nx                  # a gradient: of every leaf, as x is laid out
+    if kind == "hvp":
+        width = nv
+    elif kind == "hessian":
+        width = nv * nv
+    elif kind == "jacobian":
+        width = nout * nv
+    f = np.empty((n, nout) if kind == "value" else n)
+    g = None if kind == "value" else np.empty((n, width))
+    v = np.ascontiguousarray(np.reshape(batch.vector, (n, nv)), dtype=np.float64) \
+        if kind == "hvp" else None
     flipped = np.full(n, -1, dtype=np.int64)
     m = ffi.new("ad_many *")
     m.plan = rec.plan
     m.nx = nx
     m.mode = {"value": lib.AD_REPLAY_VALUES, "hvp": lib.AD_MANY_HVP,
-              "hessian": lib.AD_MANY_HESSIAN}.get(kind, lib.AD_REPLAY_GRAD)
+              "hessian": lib.AD_MANY_HESSIAN,
+              "jacobian": lib.AD_MANY_JACOBIAN}.get(kind, lib.AD_REPLAY_GRAD)
     m.nthreads = threads
-    if kind == "value":
+    if takes_output:
         m.out, m.nout = out._i, nout
-    if second:
+    if takes_variable:
         variables = ffi.new("int64_t[]", [var._i])
         m.nvar, m.var, m.nv = 1, variables, nv
-    # (a Hessian takes three sweeps per LANES of its columns)
-    sweeps = 3 * -(-nv // LANES) if kind == "hessian" else 3 if kind == "hvp" else 1
+    # the sweeps a point takes, which size the chunks: a tangent and a
+    # second-order sweep per LANES columns of a Hessian, a reverse sweep
+    # per row of a Jacobian (or a tangent sweep per LANES columns)
+    sweeps = 1
+    if kind == "hvp":
+        sweeps = 3
+    elif kind == "hessian":
+        sweeps = 1 + 2 * -(-nv // LANES)
+    elif kind == "jacobian":
+        sweeps = 1 + min(nout, -(-nv // LANES))
     step = max(threads, threads * (_CHUNK_WORK // max(len(tape) * sweeps, 1)))
     with tape.lock:
         tape._check_open()
@@ -318,7 +336,9 @@ def _in_c(rec, batch, kind, threads):
     if g is not None:
         g[bad] = np.nan
     if kind == "value":
-        return f.reshape((n,) + shape), failed
+        return f.reshape((n,) + oshape), failed
+    if kind == "jacobian":
+        return g.reshape((n,) + oshape + shape), failed
     if kind == "hvp":
         return g.reshape((n,) + shape), failed
     if kind == "hessian":

@@ -45,7 +45,7 @@ def test_value_and_gradient_in_c_bit_for_bit(method, threads):
     _same(F.map(X, method=method, threads=threads), _rows(single, X))
 
 
-def test_the_other_methods_point_by_point():
+def test_the_other_methods():
     F = ad.record(lambda x: np.tanh(x) * x[::-1], X[0])
     _same(F.map(X[:5], method="jacobian"), _rows(F.jacobian, X[:5]))
     _same(F.map(X[:5], method="sparse_jacobian"),
@@ -254,3 +254,20 @@ def test_ctrl_c_lands_between_chunks():
     finally:
         timer.cancel()
     _same(F.map(pts[:3], method="grad"), _rows(F.grad, pts[:3]))   # still whole
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_jacobians_in_c_bit_for_bit(threads):
+    from pyautodiff import batch
+    cases = [
+        (lambda x: np.tanh(x) * x[::-1], X[0]),             # square: reverse rows
+        (lambda x: np.sin(x[:3] * x[3:]), X[0]),             # fewer rows than columns
+        (lambda x: np.outer(np.exp(x[:2]), x[2:]), X[0]),    # more rows: tangent lanes
+        (lambda x: np.sum(x ** 3), X[0]),                    # a scalar result
+        (lambda t: np.sin(t * np.arange(1.0, 4.0)) * t, 0.3),           # a float
+    ]
+    for f, x0 in cases:
+        F = ad.record(f, x0)
+        assert batch._native(F, "jacobian") == "jacobian"
+        pts = X if np.ndim(x0) else X[:, 0]
+        _same(F.map(pts, method="jacobian", threads=threads), _rows(F.jacobian, pts))
