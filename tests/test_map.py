@@ -271,3 +271,35 @@ def test_jacobians_in_c_bit_for_bit(threads):
         assert batch._native(F, "jacobian") == "jacobian"
         pts = X if np.ndim(x0) else X[:, 0]
         _same(F.map(pts, method="jacobian", threads=threads), _rows(F.jacobian, pts))
+
+
+def test_map_while_other_threads_record_and_differentiate():
+    F = ad.record(_smooth, X[0])
+    want = _rows(F.hessian, X)
+    stop = threading.Event()
+    errors = []
+
+    def record_elsewhere(seed):
+        rng = np.random.default_rng(seed)
+        try:
+            while not stop.is_set():
+                x = rng.normal(size=6)
+                g = ad.grad(rosen)(x)
+                want_g = np.concatenate([[0.0], 200 * (x[1:] - x[:-1] ** 2)]) + \
+                    np.concatenate([-400 * x[:-1] * (x[1:] - x[:-1] ** 2)
+                                    - 2 * (1 - x[:-1]), [0.0]])
+                np.testing.assert_allclose(g, want_g, rtol=1e-12, atol=1e-12)
+                ad.record(_smooth, x).map(X[:4], method="grad", threads=2)
+        except BaseException as e:      # noqa: BLE001 -- reported below
+            errors.append(e)
+    ts = [threading.Thread(target=record_elsewhere, args=(s,)) for s in range(2)]
+    for t in ts:
+        t.start()
+    try:
+        for _ in range(10):
+            _same(F.map(X, method="hessian", threads=2), want)
+    finally:
+        stop.set()
+        for t in ts:
+            t.join()
+    assert not errors, errors[0]
