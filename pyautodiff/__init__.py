@@ -8,7 +8,9 @@
 """
 from ._version import __version__
 from ._core import TapeError
-from .tape import DetachError, Tape, current_tape, detect_anomaly, no_grad
+from .detach import DetachError
+from .tape import Tape
+from .tape_state import current_tape, detect_anomaly, no_grad
 from .value import Value
 from .array import (Array, clip, concatenate, expand_dims, maximum, minimum,
                     reshape, squeeze, stack, transpose, where)

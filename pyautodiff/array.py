@@ -25,8 +25,8 @@ from .guards import decide as _decide
 # (the generated operators take rows of pools: _pool_of, _POOL_ROWS)
 from .pools import POOL_ROWS as _POOL_ROWS, pool_of as _pool_of
 from .ops import BINARY, ELEMENTWISE, ROWS, STEPS, UNARY
-from .tape import (DETACHED, NO_GRAD, current_tape, recording_tape, state,
-                   refuse_detached)
+from .detach import refuse_detached
+from .tape_state import DETACHED, NO_GRAD, current_tape, recording_tape, state
 from .value import COMPARISONS, Value, stepped as _stepped
 
 OPS = _core.OPS

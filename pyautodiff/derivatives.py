@@ -30,7 +30,7 @@ from .array import (Array, _append, _binary_op, _constant, _detached as _detache
                     _mapped, _new, _operand)
 from .broadcasting import unbroadcast
 from .ops import ELEMENTWISE, OTHER_PARTIALS
-from .tape import NO_GRAD, recording_tape
+from .tape_state import NO_GRAD, recording_tape
 from .value import Traced, Value, _detached as _detached_value
 
 OPS = _core.OPS

@@ -10,7 +10,9 @@ import numpy as np
 
 from . import _core, array as _array, scipy_own
 from ._core import ffi, lib
-from .tape import ADJ, DADJ, NO_GRAD, TAN, recording_tape, strict_rule
+from .detach import strict_rule
+from .tape_state import NO_GRAD, recording_tape
+from .tape_sweeps import ADJ, DADJ, TAN
 from .value import Traced, Value, _detached as _detached_value
 
 OPS = _core.OPS

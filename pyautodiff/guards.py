@@ -2,7 +2,7 @@
 a Value's or an Array's numbers (if x > 0, int(a), a.tolist()).  Inside
 ad.record each one is a guard, so that a replay where the values decide
 otherwise raises BranchError instead of reusing the recorded choice."""
-from .tape import DETACHED, NO_GRAD
+from .tape_state import DETACHED, NO_GRAD
 from .value import Value
 
 

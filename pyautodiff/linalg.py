@@ -17,7 +17,7 @@ from .array import Array, _asarray, _constant_result, _detached, normalize_axis_
 from .broadcasting import unbroadcast
 from .extern import ExternRule, record_extern
 from .extern_patterns import blockwise, by_columns, on_elements
-from .tape import NO_GRAD, recording_tape
+from .tape_state import NO_GRAD, recording_tape
 from .value import Value
 
 la = np.linalg

@@ -9,7 +9,7 @@ from ._core import OPS, lib
 from .array import Array, _constant, _detached, _plain, _result
 from .broadcasting import unbroadcast
 from .extern import ExternRule, record_computed, record_extern, route_callbacks
-from .tape import NO_GRAD, recording_tape, state
+from .tape_state import NO_GRAD, recording_tape, state
 from .value import Value
 
 

@@ -22,7 +22,8 @@ from . import derivatives
 from .array import Array, concatenate, stack
 from .pytree import flatten, lift_object_arrays, unflatten
 from ._core import TapeError
-from .tape import DIFFERENTIATING, state
+from .detach import DIFFERENTIATING
+from .tape_state import state
 from .trace import Trace, call_traced, pick, positions
 from .value import Traced, Value
 

@@ -20,7 +20,7 @@ from . import value as _value
 from .array import Array
 from .derivatives import mask
 from .guards import takes_guards
-from .tape import NO_GRAD, recording_tape
+from .tape_state import NO_GRAD, recording_tape
 from .value import Value
 
 OPS = _core.OPS

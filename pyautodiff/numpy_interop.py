@@ -14,7 +14,7 @@ from .array import Array
 from .guards import decide as _decide, takes_guards
 from .matmul import matmul
 from .ops import ELEMENTWISE, REFLECTED
-from .tape import differentiated, refuse_detached
+from .detach import differentiated, refuse_detached
 from .value import Value, stepped
 
 # NumPy's ufunc of each operator and unary method of the op table's: the

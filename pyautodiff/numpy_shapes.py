@@ -18,7 +18,7 @@ import numpy as np
 
 from . import array as _array
 from .array import Array, _asarray, _detached, _mapped, _operand, _scatter
-from .tape import NO_GRAD, recording_tape
+from .tape_state import NO_GRAD, recording_tape
 from .value import Value
 
 _GATHER = _array.OPS["GATHER"]

@@ -30,7 +30,8 @@ import numpy as np
 from . import _core
 from ._core import ffi, lib
 from .array import Array
-from .tape import Tape, holding
+from .tape import Tape
+from .tape_state import holding
 from .value import Value
 from . import lr_scheduler
 

@@ -30,7 +30,7 @@ from . import _core, batch, sparse, tapefile
 from .guards import BranchError
 from ._core import ffi, lib
 from .pytree import flatten
-from .tape import state
+from .tape_state import state
 from .trace import Trace, refuse_variables
 from .value import Value
 

@@ -11,7 +11,7 @@ from .array import (Array, _asarray, _constant_result, _detached, _new, _operand
                     normalize_axis_tuple)
 from .extern import ExternRule, record_extern
 from .extern_patterns import cumulative, reduction
-from .tape import NO_GRAD, recording_tape
+from .tape_state import NO_GRAD, recording_tape
 
 OPS = _core.OPS
 

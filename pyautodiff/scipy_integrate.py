@@ -28,7 +28,7 @@ import numpy as np
 from .array import Array, _asarray, _constant_result, _holds_traced
 from .extern import record_extern
 from .linalg import _Rule, _lifted
-from .tape import NO_GRAD, recording_tape
+from .tape_state import NO_GRAD, recording_tape
 from .trace import Trace
 from .value import Value
 

@@ -24,7 +24,8 @@ on traced numbers inside a derivative (Trace asks it).
 import inspect
 import sys
 
-from .tape import NO_GRAD, DetachError, differentiated, moves, recording_tape
+from .detach import DetachError, differentiated, moves
+from .tape_state import NO_GRAD, recording_tape
 
 # The SciPy packages whose functions are refused: every function of
 # scipy.special (its Python ones: its ufuncs never run Python frames) and

@@ -17,7 +17,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 from .array import Array, _asarray, _constant_result
 from .extern import ExternRule, record_extern
 from .extern_patterns import convolution
-from .tape import NO_GRAD, recording_tape
+from .tape_state import NO_GRAD, recording_tape
 from .value import Value
 
 NAME = "scipy.signal.convolve"

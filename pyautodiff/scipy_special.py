@@ -36,7 +36,8 @@ from .extern_patterns import elementwise
 from .guards import decide
 from .numpy_elementwise import _mask, _select
 from .reductions import log_softmax as _log_softmax, logsumexp as _lse, softmax as _softmax
-from .tape import NO_GRAD, moves as _moves, recording_tape
+from .detach import moves as _moves
+from .tape_state import NO_GRAD, recording_tape
 from .trace import jvp_apart
 from .value import Value, _detached as _detached_value
 

@@ -26,7 +26,7 @@ from . import _core
 from ._core import ffi, lib
 from .functional import _transform
 from .matmul import matmul_rule
-from .tape import DADJ, TAN
+from .tape_sweeps import DADJ, TAN
 from .trace import Trace, lane_batches
 
 _ORDERS = (0, 1)          # natural order, largest degree first: the fewer wins

@@ -31,7 +31,8 @@ from . import _core
 from ._core import ffi
 from .array import Array, _append, _mapped
 from .extern import record_computed, record_extern
-from .tape import DIFFERENTIATING, thread_hooks
+from .detach import DIFFERENTIATING
+from .tape_nesting import thread_hooks
 from .value import Value
 
 OPS = _core.OPS

@@ -19,8 +19,11 @@ import numpy as np
 from . import _core, scipy_own
 from .array import Array, _holds_traced
 from .pytree import as_leaf, flatten, lift_object_arrays, unflatten
-from .tape import (DADJ, DIFFERENTIATING, TAN, Tape, differentiated, state,
-                   thread_hooks)
+from .detach import DIFFERENTIATING, differentiated
+from .tape import Tape
+from .tape_nesting import thread_hooks
+from .tape_state import state
+from .tape_sweeps import DADJ, TAN
 from .value import Traced, Value
 
 

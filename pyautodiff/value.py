@@ -24,8 +24,9 @@ from . import _core, scipy_own
 from ._core import TapeError
 from ._generated import link, value_operators
 from .ops import BINARY, ELEMENTWISE, REFLECTED, SCALAR_NAMES, STEPS, UNARY
-from .tape import (DETACHED, NO_GRAD, _pack_into, current_tape, record_into,
-                   recording_tape, state, refuse_detached)
+from .detach import refuse_detached
+from .tape_buffer import _pack_into, record_into
+from .tape_state import DETACHED, NO_GRAD, current_tape, recording_tape, state
 
 OPS = _core.OPS
 

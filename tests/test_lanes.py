@@ -13,7 +13,7 @@ import pytest
 import pyautodiff as ad
 from pyautodiff import sparse, trace
 from pyautodiff.testing import fuzz_sparse
-from pyautodiff.tape import DADJ, TAN
+from pyautodiff.tape_sweeps import DADJ, TAN
 
 pytest.importorskip("scipy")
 

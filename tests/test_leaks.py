@@ -16,7 +16,7 @@ import pytest
 import pyautodiff as ad
 import pyautodiff.autograd as ag
 import pyautodiff.autograd.numpy as anp
-from pyautodiff import tape as tape_module
+from pyautodiff import tape_buffer, tape_compaction
 from pyautodiff.micrograd.engine import Value as MValue
 
 import micrograd.engine
@@ -239,9 +239,9 @@ def test_custom_op_nodes_are_dropped_by_compaction():
 
 def test_custom_op_training_memory_stays_bounded(monkeypatch):
     # compact every few dozen steps (instead of every 10,000) to see it soon
-    monkeypatch.setattr(tape_module, "COMPACT_MIN", 512)
+    monkeypatch.setattr(tape_compaction, "COMPACT_MIN", 512)
     with collector_off() as collect, ad.Tape() as t:
-        t.compact_at = tape_module.COMPACT_MIN
+        t.compact_at = tape_compaction.COMPACT_MIN
         _train(MValue, 100)
         tracemalloc.start()
         try:
@@ -251,7 +251,7 @@ def test_custom_op_training_memory_stays_bounded(monkeypatch):
         finally:
             tracemalloc.stop()
         assert grown < 600_000          # kept for good, the nodes cost ~1 KB a step
-        assert len(t) < 2 * tape_module.COMPACT_MIN
+        assert len(t) < 2 * tape_compaction.COMPACT_MIN
         assert collect() == 0
 
 
@@ -349,9 +349,9 @@ def test_custom_op_training_through_any_rule_stays_bounded(monkeypatch, form):
     hundred entries here, to see them soon): the tape and the memory
     stay bounded -- where the rule held its node through anything but
     cells they grew by three entries and ~1 KB a step."""
-    monkeypatch.setattr(tape_module, "COMPACT_MIN", 512)
+    monkeypatch.setattr(tape_compaction, "COMPACT_MIN", 512)
     with collector_off() as collect, ad.Tape() as t:
-        t.compact_at = tape_module.COMPACT_MIN
+        t.compact_at = tape_compaction.COMPACT_MIN
         _tanh_train(MValue, RULES[form], 100)
         tracemalloc.start()
         try:
@@ -360,7 +360,7 @@ def test_custom_op_training_through_any_rule_stays_bounded(monkeypatch, form):
             grown = tracemalloc.get_traced_memory()[0] - start
         finally:
             tracemalloc.stop()
-        assert len(t) < 2 * tape_module.COMPACT_MIN
+        assert len(t) < 2 * tape_compaction.COMPACT_MIN
         assert grown < 600_000
         assert collect() == 0
 

@@ -11,6 +11,7 @@ import pytest
 
 import pyautodiff as ad
 from pyautodiff import tape as tape_module
+from pyautodiff import tape_buffer, tape_compaction
 
 
 def run_isolated(code):
@@ -290,7 +291,7 @@ def _training_loop_memory():
         if step in (300, 999):
             rss.append(_rss_bytes())
     per_step = lengths[1] - lengths[0]
-    bound = 3 * (per_step + len(model.parameters())) + tape_module.COMPACT_MIN + tape_module.SPILL_EVERY
+    bound = 3 * (per_step + len(model.parameters())) + tape_compaction.COMPACT_MIN + tape_buffer.SPILL_EVERY
     assert max(lengths) < bound, (max(lengths), bound)
     if not os.environ.get("PYAUTODIFF_SANITIZED"):   # ASan keeps freed memory
         assert rss[1] - rss[0] < 16 * 2**20
@@ -331,13 +332,13 @@ def test_array_entries_still_spill_before_the_blocks_run_out(monkeypatch):
         a = ad.Array([1.0, 2.0])
         s = ad.Value(1.0)
         caps.append(t._c.blk_cap)
-        for _ in range(tape_module.BLOCKS_AHEAD * 3):
+        for _ in range(tape_buffer.BLOCKS_AHEAD * 3):
             a = a * 1.0001
             s = s * 1.0     # scalars between them take no block
             assert t._c.blk_cap == caps[-1]     # grown by spill alone
         assert len(caps) > 3                   # it did have to grow
         (a.sum() * s).backward()
         want = np.array([1.0, 2.0])
-        for _ in range(tape_module.BLOCKS_AHEAD * 3):
+        for _ in range(tape_buffer.BLOCKS_AHEAD * 3):
             want = want * 1.0001
         assert np.array_equal(a.data, want)

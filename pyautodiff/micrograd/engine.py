@@ -45,7 +45,7 @@ from .. import _core
 from .._core import TapeError
 from .._generated import micrograd_operators
 from ..ops import BINARY, UNARY
-from ..tape import DETACHED, current_tape, state
+from ..tape_state import DETACHED, current_tape, state
 from ..value import (OPS, Value as _Value, _detached, _slow_binary, _slow_unary,
                      install_operators)
 
