@@ -17,7 +17,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 SOURCES = ["tape.c", "opinfo.c", "blocks.c", "blockcache.c", "forward.c",
            "reverse.c", "tangent.c", "second.c", "optim.c", "lbfgs.c",
-           "replay.c", "many.c", "sparsity.c", "matmul.c"]
+           "replay.c", "many.c", "lanes.c", "sparsity.c", "matmul.c"]
 HEADERS = ["opcodes.h", "ad.h", "optim.h", "lbfgs.h", "sparsity.h"]
 
 

@@ -551,6 +551,34 @@ void ad_adjoint_settle(ad_tape *t, int64_t j);
 int ad_second_claim(ad_tape *t, int64_t j, int can_assign);
 void ad_second_settle(ad_tape *t, int64_t j);
 
+/* A guard's number as it was: bit for bit, but any NaN matches any NaN. */
+static inline int ad_same_number(double v, double want)
+{
+    if (isnan(v) || isnan(want))
+        return isnan(v) && isnan(want);
+    return v == want && !signbit(v) == !signbit(want);
+}
+
+/* A recording of scalars replayed at AD_POINT_LANES points at once
+ * (lanes.c): ad_lanes_plan says whether t qualifies (every entry a scalar,
+ * none an extern; NULL otherwise, or where memory is short) and plans the
+ * sweeps for the result entry out (its gradient too, with grad).
+ * ad_lanes_replay then replays at count (<= AD_POINT_LANES) points, point
+ * l's inputs at x[l * nx ...]: the values of entry out into f[l], with
+ * mode AD_REPLAY_GRAD the gradients into g[l * nx ...], the first guard
+ * that does not hold into flipped[l] (or -1); val and adj hold
+ * AD_POINT_LANES numbers per entry.  Each lane is bit for bit ad_replay's
+ * at its point.                                                          */
+#define AD_POINT_LANES 8
+typedef struct ad_lanes ad_lanes;
+ad_lanes *ad_lanes_plan(const ad_tape *t, const ad_replay_plan *p, int64_t out,
+                        int grad);
+void ad_lanes_free(ad_lanes *lp);
+int ad_lanes_replay(const ad_tape *t, const ad_lanes *lp, const ad_replay_plan *p,
+                    const double *x, int64_t nx, int count, int mode, int64_t out,
+                    double *val, double *adj, double *f, double *g,
+                    int64_t *flipped);
+
 /* The gradients of entries idx[0 .. n - 1] (replay.c): set to zero before
  * a sweep, read after it one after another into g (zeros where the sweep
  * reached none).                                                         */

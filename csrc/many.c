@@ -86,6 +86,8 @@ ad_tape *ad_tape_copy(const ad_tape *t)
 typedef struct share {
     const ad_tape *tape;
     const ad_many *m;
+    const ad_lanes *lanes;  /* a recording of scalars: AD_POINT_LANES points a
+                               replay on the tape itself (lanes.c), or NULL */
     int64_t lo, hi;
     int status;
     char errmsg[sizeof ((ad_tape *)0)->errmsg];
@@ -242,10 +244,52 @@ static int jacobian_point(ad_tape *c, const ad_many *m, int64_t k,
     return status;
 }
 
+/* The share's points AD_POINT_LANES at a time (lanes.c): no copy of the
+ * tape, whose columns are only read; each thread its values and
+ * adjoints.                                                              */
+static void replay_lanes(share *s)
+{
+    const ad_many *m = s->m;
+    const ad_tape *t = s->tape;
+    const int64_t n = ad_len(t);
+    const int grad = m->mode != AD_REPLAY_VALUES;
+    const int64_t out = grad ? m->plan->output : m->out;
+    double *val = malloc((size_t)(n * AD_POINT_LANES) * sizeof *val);
+    double *adj = grad ? malloc((size_t)(n * AD_POINT_LANES) * sizeof *adj) : 0;
+    if (!val || (grad && !adj)) {
+        s->status = AD_ENOMEM;
+        snprintf(s->errmsg, sizeof s->errmsg, "out of memory for a thread "
+                 "of map");
+    }
+    for (int64_t k = s->lo; k < s->hi && s->status == AD_OK; k += AD_POINT_LANES) {
+        const int count = (int)(s->hi - k < AD_POINT_LANES ? s->hi - k : AD_POINT_LANES);
+        double f[AD_POINT_LANES], *g = grad && m->nx ? m->g + k * m->nx : 0;
+        const double *x = m->nx ? m->x + k * m->nx : 0;
+        int status = ad_lanes_replay(t, s->lanes, m->plan, x, m->nx,
+                                     count, m->mode, out, val, adj, f, g,
+                                     &m->flipped[k]);
+        if (status != AD_OK) {
+            s->status = status;
+            snprintf(s->errmsg, sizeof s->errmsg, "map: a bad op in a "
+                     "recording of scalars");
+            break;
+        }
+        for (int l = 0; l < count; ++l)
+            if (m->flipped[k + l] < 0)
+                m->f[k + l] = f[l];     /* (a row's gradient as it was: unread) */
+    }
+    free(val);
+    free(adj);
+}
+
 static void *replay_share(void *arg)
 {
     share *s = arg;
     const ad_many *m = s->m;
+    if (s->lanes) {
+        replay_lanes(s);
+        return 0;
+    }
     const int second = takes_variables(m->mode);
     ad_tape *c = ad_tape_copy(s->tape);
     /* room for AD_MAX_LANES unit directions, or a unit seed of the result */
@@ -345,10 +389,19 @@ int ad_replay_many(ad_tape *t, ad_many *m)
         free(ids);
         return ad_fail(t, AD_ENOMEM, -1, "out of memory for map's threads");
     }
+    /* a recording of scalars, of no more than some 64 MiB of values and
+     * adjoints a thread, runs AD_POINT_LANES points at a time */
+    ad_lanes *lanes = 0;
+    if ((m->mode == AD_REPLAY_VALUES || m->mode == AD_REPLAY_GRAD) &&
+        ad_len(t) <= ((int64_t)4 << 20) / AD_POINT_LANES)
+        lanes = ad_lanes_plan(t, m->plan, m->mode == AD_REPLAY_VALUES ? m->out
+                                                                      : m->plan->output,
+                              m->mode != AD_REPLAY_VALUES);
     int64_t per = m->npoints / nthreads, extra = m->npoints % nthreads, lo = 0;
     int started = 0;
     for (int k = 0; k < nthreads; ++k) {
         shares[k].tape = t;
+        shares[k].lanes = lanes;
         shares[k].m = m;
         shares[k].lo = lo;
         lo += per + (k < extra);
@@ -378,6 +431,7 @@ int ad_replay_many(ad_tape *t, ad_many *m)
     /* a thread that could not start leaves its points undone: an error */
     if (status == AD_OK && started + 1 < nthreads && m->npoints)
         status = ad_fail(t, AD_ENOMEM, -1, "map: could not start a thread");
+    ad_lanes_free(lanes);
     free(shares);
     free(ids);
     return status;

@@ -62,14 +62,6 @@ int ad_replay_check(ad_tape *t, const ad_replay_plan *p, int64_t *n)
     return AD_OK;
 }
 
-/* A guard's number as it was: bit for bit, but any NaN matches any NaN. */
-static int same(double v, double want)
-{
-    if (isnan(v) || isnan(want))
-        return isnan(v) && isnan(want);
-    return v == want && !signbit(v) == !signbit(want);
-}
-
 /* The first guard that does not hold, or -1. */
 static int64_t flipped_guard(const ad_tape *t, const ad_replay_plan *p)
 {
@@ -77,13 +69,13 @@ static int64_t flipped_guard(const ad_tape *t, const ad_replay_plan *p)
     for (int64_t k = 0; k < p->nguards; ++k) {
         int64_t e = p->guard[k];
         if (t->aux[e] < 0) {
-            if (!same(t->val[e], *want++))
+            if (!ad_same_number(t->val[e], *want++))
                 return k;
             continue;
         }
         const ad_block *bk = &t->blk[t->aux[e]];
         for (int64_t i = 0; i < bk->size; ++i)
-            if (!same(bk->val[i], want[i]))
+            if (!ad_same_number(bk->val[i], want[i]))
                 return k;
         want += bk->size;
     }
