@@ -349,3 +349,37 @@ def test_recordings_of_scalars_run_several_points_at_a_time_bit_for_bit(threads)
     G = ad.record(_every_elementwise, 0.3, 0.7, argnum=1)
     _same(G.map(A[ok], B[ok], method="grad", threads=threads),
           np.array([G.grad(a, b) for a, b in zip(A[ok], B[ok])]))
+
+
+def test_random_programs_of_scalars_map_bit_for_bit():
+    # the scalar fuzzer's programs (every op of the C enum, custom ops'
+    # extern entries among them, which go point by point): each mapped row
+    # is the single replay's
+    import random
+
+    from pyautodiff.testing.fuzz_scalars import random_program, run_program
+    rng = random.Random(11)
+    done = 0
+    for _ in range(60):
+        steps, inputs = random_program(rng, max_steps=40)
+        f = lambda *xs: run_program(steps, xs)      # noqa: E731
+        try:
+            F = ad.record(f, *inputs)
+        except (ValueError, ZeroDivisionError, OverflowError):
+            continue                                # outside an op's domain
+        near = np.array(inputs) + RNG.uniform(-1e-3, 1e-3, (13, len(inputs)))
+        pts = [near[:, k] for k in range(len(inputs))]     # one array per input
+        got = F.map(*pts, method="value_and_grad", errors="nan")
+        for k in range(13):
+            point = [float(x[k]) for x in pts]
+            try:
+                want = F.value_and_grad(*point)
+            except ad.BranchError:
+                assert np.isnan(got[0][k])
+                continue
+            except (ValueError, ZeroDivisionError, OverflowError):
+                continue
+            _same(got[0][k], want[0])
+            _same(got[1][k], want[1])
+        done += 0 if F.trace.tape.externs else 1     # (those ran in lanes)
+    assert done > 25
