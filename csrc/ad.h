@@ -367,10 +367,12 @@ int ad_replay_check(ad_tape *t, const ad_replay_plan *p, int64_t *n);
 int ad_replay(ad_tape *t, const ad_replay_plan *p, const double *x, int mode,
               int check, double *f, double *g, int64_t *flipped);
 
-/* One recording replayed at many points (csrc/many.c): point k's inputs
- * are x[k * nx ...] in the plan's layout.  AD_REPLAY_VALUES: entry out's
- * nout values into f[k * nout ...]; AD_REPLAY_GRAD: the objective into
- * f[k] and its gradient into g[k * nx ...].  flipped[k]: the first guard
+/* One recording replayed at many points (csrc/many.c).  The plan's leaves
+ * are batched (batched[k] 1: point k's numbers of them at x[k * nx ...],
+ * in the plan's order) or shared by every point (0: their nshared numbers
+ * once in shared).  AD_REPLAY_VALUES: entry out's nout values into
+ * f[k * nout ...]; AD_REPLAY_GRAD: the objective into f[k] and the
+ * variables' gradients into g[k * nv ...].  flipped[k]: the first guard
  * that does not hold at point k (its row is left as it was), or -1.  The
  * points are split among nthreads threads, each replaying on a copy of
  * the tape (ad_tape_copy), so t itself is left as it was; no extern entry
@@ -387,10 +389,13 @@ typedef struct ad_many {
     double *g;
     int64_t *flipped;
     int nthreads;
-    /* AD_MANY_*: the variables (entries, in order), nv numbers in all;
-     * hvp's direction at point k is v[k * nv ...] and its product goes to
-     * g[k * nv ...], the Hessian to g[k * nv * nv ...] (row-major).  The
-     * objective is the plan's output.                                  */
+    const uint8_t *batched;
+    const double *shared;
+    int64_t nshared;
+    /* AD_REPLAY_GRAD and AD_MANY_*: the variables (leaves, in order), nv
+     * numbers in all; hvp's direction at point k is v[k * nv ...] and its
+     * product goes to g[k * nv ...], the Hessian to g[k * nv * nv ...]
+     * (row-major).  The objective is the plan's output.                 */
     int64_t nvar;
     const int64_t *var;
     int64_t nv;

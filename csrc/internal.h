@@ -562,22 +562,25 @@ static inline int ad_same_number(double v, double want)
 /* A recording of scalars replayed at AD_POINT_LANES points at once
  * (lanes.c): ad_lanes_plan says whether t qualifies (every entry a scalar,
  * none an extern; NULL otherwise, or where memory is short) and plans the
- * sweeps for the result entry out (its gradient too, with grad).
- * ad_lanes_replay then replays at count (<= AD_POINT_LANES) points, point
- * l's inputs at x[l * nx ...]: the values of entry out into f[l], with
- * mode AD_REPLAY_GRAD the gradients into g[l * nx ...], the first guard
- * that does not hold into flipped[l] (or -1); val and adj hold
- * AD_POINT_LANES numbers per entry.  Each lane is bit for bit ad_replay's
- * at its point.                                                          */
+ * sweeps of map's batch m for the result entry out (its gradient too, with
+ * grad).  ad_lanes_replay then replays at count (<= AD_POINT_LANES)
+ * points, point l's batched inputs at x[l * m->nx ...]: the values of
+ * entry out into f[l], with grad the variables' gradients into
+ * g[l * m->nv ...], the first guard that does not hold into flipped[l]
+ * (or -1); val and adj hold AD_POINT_LANES numbers per entry.  Each lane
+ * is bit for bit ad_replay's at its point.                               */
 #define AD_POINT_LANES 8
 typedef struct ad_lanes ad_lanes;
-ad_lanes *ad_lanes_plan(const ad_tape *t, const ad_replay_plan *p, int64_t out,
-                        int grad);
+ad_lanes *ad_lanes_plan(const ad_tape *t, const ad_many *m, int64_t out, int grad);
 void ad_lanes_free(ad_lanes *lp);
-int ad_lanes_replay(const ad_tape *t, const ad_lanes *lp, const ad_replay_plan *p,
-                    const double *x, int64_t nx, int count, int mode, int64_t out,
-                    double *val, double *adj, double *f, double *g,
-                    int64_t *flipped);
+int ad_lanes_replay(const ad_tape *t, const ad_lanes *lp, const ad_many *m,
+                    const double *x, int count, int64_t out, double *val,
+                    double *adj, double *f, double *g, int64_t *flipped);
+
+/* The plan's leaves k with mask[k] == want (every leaf, mask NULL) take
+ * their numbers from x, one after another (replay.c).                    */
+void ad_write_leaves(ad_tape *t, const ad_replay_plan *p, const double *x,
+                     const uint8_t *mask, int want);
 
 /* The gradients of entries idx[0 .. n - 1] (replay.c): set to zero before
  * a sweep, read after it one after another into g (zeros where the sweep

@@ -24,7 +24,10 @@
 
 struct ad_lanes {
     int64_t n;              /* the entries replayed: 0 .. n - 1 */
-    int64_t *leafpos;       /* per entry: its number in a point's x, or -1 */
+    int64_t *leafpos;       /* per entry: a batched leaf's number in a
+                               point's row of x, or -1 */
+    double *leafval;        /* per entry: any other leaf's value (a shared
+                               leaf's, or the one recorded) */
     int64_t nrev;           /* the reverse sweep's entries, top down */
     int64_t *rev;
     uint8_t *reached;       /* per entry: the reverse sweep reaches it */
@@ -35,14 +38,15 @@ void ad_lanes_free(ad_lanes *lp)
     if (!lp)
         return;
     free(lp->leafpos);
+    free(lp->leafval);
     free(lp->rev);
     free(lp->reached);
     free(lp);
 }
 
-ad_lanes *ad_lanes_plan(const ad_tape *t, const ad_replay_plan *p, int64_t out,
-                        int grad)
+ad_lanes *ad_lanes_plan(const ad_tape *t, const ad_many *m, int64_t out, int grad)
 {
+    const ad_replay_plan *p = m->plan;
     const int64_t n = ad_len(t);
     for (int64_t i = 0; i < n; ++i)
         if (t->aux[i] >= 0 || t->op[i] == AD_EXTERN)
@@ -54,16 +58,24 @@ ad_lanes *ad_lanes_plan(const ad_tape *t, const ad_replay_plan *p, int64_t out,
         return 0;
     lp->n = n;
     lp->leafpos = malloc((size_t)(n ? n : 1) * sizeof *lp->leafpos);
+    lp->leafval = malloc((size_t)(n ? n : 1) * sizeof *lp->leafval);
     lp->rev = malloc((size_t)(n ? n : 1) * sizeof *lp->rev);
     lp->reached = calloc((size_t)(n ? n : 1), 1);
-    if (!lp->leafpos || !lp->rev || !lp->reached) {
+    if (!lp->leafpos || !lp->leafval || !lp->rev || !lp->reached) {
         ad_lanes_free(lp);
         return 0;
     }
-    for (int64_t i = 0; i < n; ++i)
+    for (int64_t i = 0; i < n; ++i) {
         lp->leafpos[i] = -1;
-    for (int64_t k = 0; k < p->nleaves; ++k)
-        lp->leafpos[p->leaf[k]] = k;
+        lp->leafval[i] = t->imm[i];
+    }
+    /* (every leaf a scalar: one number each) */
+    for (int64_t k = 0, row = 0, shared = 0; k < p->nleaves; ++k) {
+        if (m->batched[k])
+            lp->leafpos[p->leaf[k]] = row++;
+        else
+            lp->leafval[p->leaf[k]] = m->shared[shared++];
+    }
     if (!grad)
         return lp;
     /* the entries ad_backward_arrays marks from the output, and the ones
@@ -121,7 +133,7 @@ static int forward_lanes(const ad_tape *t, const ad_lanes *lp, const double *x,
         case AD_LEAF:
             /* a point's input; lanes past count repeat the last point */
             for (int l = 0; l < L; ++l)
-                o[l] = lp->leafpos[i] < 0 ? c
+                o[l] = lp->leafpos[i] < 0 ? lp->leafval[i]
                      : x[(l < count ? l : count - 1) * nx + lp->leafpos[i]];
             break;
         case AD_SUM:
@@ -195,19 +207,18 @@ static int reverse_lanes(const ad_tape *t, const ad_lanes *lp, const double *val
 }
 #undef NO_KERNEL
 
-int ad_lanes_replay(const ad_tape *t, const ad_lanes *lp, const ad_replay_plan *p,
-                    const double *x, int64_t nx, int count, int mode, int64_t out,
-                    double *val, double *adj, double *f, double *g,
-                    int64_t *flipped)
+int ad_lanes_replay(const ad_tape *t, const ad_lanes *lp, const ad_many *m,
+                    const double *x, int count, int64_t out, double *val,
+                    double *adj, double *f, double *g, int64_t *flipped)
 {
-    int status = forward_lanes(t, lp, x, nx, count, val);
+    int status = forward_lanes(t, lp, x, m->nx, count, val);
     if (status != AD_OK)
         return status;
     for (int l = 0; l < count; ++l)
-        flipped[l] = flipped_lane(p, val, l);
+        flipped[l] = flipped_lane(m->plan, val, l);
     for (int l = 0; l < count; ++l)
         f[l] = val[out * L + l];
-    if (mode == AD_REPLAY_VALUES)
+    if (!g)
         return AD_OK;
     /* the adjoints start at zero, the output's at 0.0 + 1.0 */
     memset(adj, 0, (size_t)(out + 1) * L * sizeof *adj);
@@ -216,10 +227,10 @@ int ad_lanes_replay(const ad_tape *t, const ad_lanes *lp, const ad_replay_plan *
     if ((status = reverse_lanes(t, lp, val, adj)) != AD_OK)
         return status;
     /* a reached leaf's gradient is 0.0 plus its adjoint; others 0.0 */
-    for (int64_t k = 0; k < p->nleaves; ++k) {
-        const int64_t e = p->leaf[k];
+    for (int64_t j = 0; j < m->nvar; ++j) {
+        const int64_t e = m->var[j];
         for (int l = 0; l < count; ++l)
-            g[l * nx + k] = lp->reached[e] ? 0.0 + adj[e * L + l] : 0.0;
+            g[l * m->nv + j] = lp->reached[e] ? 0.0 + adj[e * L + l] : 0.0;
     }
     return AD_OK;
 }

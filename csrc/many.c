@@ -98,29 +98,50 @@ static void keep_error(share *s, const ad_tape *t)
     memcpy(s->errmsg, t->errmsg, sizeof s->errmsg);
 }
 
-/* The methods that take the variables (and a seeds buffer per thread). */
+/* The methods that take the variables. */
 static int takes_variables(int mode)
 {
-    return mode == AD_MANY_HVP || mode == AD_MANY_HESSIAN ||
-           mode == AD_MANY_JACOBIAN;
+    return mode == AD_REPLAY_GRAD || mode == AD_MANY_HVP ||
+           mode == AD_MANY_HESSIAN || mode == AD_MANY_JACOBIAN;
 }
 
-/* The value, or value and gradient, at point k (ad_replay's). */
+/* ... and those that need a seeds buffer per thread */
+static int seeds_tangents(int mode)
+{
+    return mode == AD_MANY_HVP || mode == AD_MANY_HESSIAN || mode == AD_MANY_JACOBIAN;
+}
+
+/* Point k's batched leaves written (a thread's copy holds the shared ones
+ * already), then ad_replay's forward sweep and guards. */
+static int replay_point(ad_tape *c, const ad_many *m, int64_t k)
+{
+    double fk;
+    ad_write_leaves(c, m->plan, m->nx ? m->x + k * m->nx : 0, m->batched, 1);
+    return ad_replay(c, m->plan, 0, AD_REPLAY_VALUES, 0, &fk, 0, &m->flipped[k]);
+}
+
+/* The value, or the value and gradient, at point k: ad_replay's, the
+ * sweep's gradients read for the variables alone.                        */
 static int first_order_point(ad_tape *c, const ad_many *m, int64_t k)
 {
-    double fk = 0.0;
-    double *g = m->mode == AD_REPLAY_VALUES ? 0 : m->g + k * m->nx;
-    int status = ad_replay(c, m->plan, m->x + k * m->nx, m->mode, 0, &fk, g,
-                           &m->flipped[k]);
+    int status = replay_point(c, m, k);
     if (status != AD_OK || m->flipped[k] >= 0)
         return status;
-    if (m->mode != AD_REPLAY_VALUES)
-        m->f[k] = fk;
-    else if (c->aux[m->out] < 0)
+    if (m->mode == AD_REPLAY_GRAD) {
+        const int64_t out = m->plan->output;
+        const double one = 1.0;
+        m->f[k] = c->aux[out] < 0 ? c->val[out] : c->blk[c->aux[out]].val[0];
+        if ((status = ad_zero_grads(c, m->nvar, m->var)) != AD_OK ||
+            (status = ad_backward_arrays(c, 1, &out, &one, 0, AD_SWEEP_LEAVES,
+                                         0)) != AD_OK)
+            return status;
+        ad_read_grads(c, m->nvar, m->var, m->nv ? m->g + k * m->nv : 0);
+    } else if (c->aux[m->out] < 0) {
         m->f[k * m->nout] = c->val[m->out];
-    else
+    } else {
         memcpy(m->f + k * m->nout, c->blk[c->aux[m->out]].val,
                (size_t)m->nout * sizeof *m->f);
+    }
     return AD_OK;
 }
 
@@ -166,9 +187,7 @@ static int unit_tangents(ad_tape *c, const ad_many *m, int64_t lo, int64_t lanes
 static int second_order_point(ad_tape *c, const ad_many *m, int64_t k,
                               double *seeds, const double **ptrs)
 {
-    double fk;
-    int status = ad_replay(c, m->plan, m->x + k * m->nx, AD_REPLAY_VALUES, 0,
-                           &fk, 0, &m->flipped[k]);
+    int status = replay_point(c, m, k);
     if (status != AD_OK || m->flipped[k] >= 0)
         return status;
     const double one = 1.0, zero = 0.0;
@@ -205,9 +224,7 @@ static int second_order_point(ad_tape *c, const ad_many *m, int64_t k,
 static int jacobian_point(ad_tape *c, const ad_many *m, int64_t k,
                           double *seeds, const double **ptrs)
 {
-    double fk;
-    int status = ad_replay(c, m->plan, m->x + k * m->nx, AD_REPLAY_VALUES, 0,
-                           &fk, 0, &m->flipped[k]);
+    int status = replay_point(c, m, k);
     if (status != AD_OK || m->flipped[k] >= 0)
         return status;
     const int64_t nv = m->nv, rows = m->nout, out = m->out;
@@ -252,7 +269,7 @@ static void replay_lanes(share *s)
     const ad_many *m = s->m;
     const ad_tape *t = s->tape;
     const int64_t n = ad_len(t);
-    const int grad = m->mode != AD_REPLAY_VALUES;
+    const int grad = m->mode == AD_REPLAY_GRAD;
     const int64_t out = grad ? m->plan->output : m->out;
     double *val = malloc((size_t)(n * AD_POINT_LANES) * sizeof *val);
     double *adj = grad ? malloc((size_t)(n * AD_POINT_LANES) * sizeof *adj) : 0;
@@ -263,11 +280,10 @@ static void replay_lanes(share *s)
     }
     for (int64_t k = s->lo; k < s->hi && s->status == AD_OK; k += AD_POINT_LANES) {
         const int count = (int)(s->hi - k < AD_POINT_LANES ? s->hi - k : AD_POINT_LANES);
-        double f[AD_POINT_LANES], *g = grad && m->nx ? m->g + k * m->nx : 0;
+        double f[AD_POINT_LANES], *g = grad ? m->g + k * m->nv : 0;
         const double *x = m->nx ? m->x + k * m->nx : 0;
-        int status = ad_lanes_replay(t, s->lanes, m->plan, x, m->nx,
-                                     count, m->mode, out, val, adj, f, g,
-                                     &m->flipped[k]);
+        int status = ad_lanes_replay(t, s->lanes, m, x, count, out, val, adj, f,
+                                     g, &m->flipped[k]);
         if (status != AD_OK) {
             s->status = status;
             snprintf(s->errmsg, sizeof s->errmsg, "map: a bad op in a "
@@ -290,8 +306,10 @@ static void *replay_share(void *arg)
         replay_lanes(s);
         return 0;
     }
-    const int second = takes_variables(m->mode);
+    const int second = seeds_tangents(m->mode);
     ad_tape *c = ad_tape_copy(s->tape);
+    if (c)                              /* the same at every point */
+        ad_write_leaves(c, m->plan, m->shared, m->batched, 0);
     /* room for AD_MAX_LANES unit directions, or a unit seed of the result */
     const int64_t room = AD_MAX_LANES * m->nv > m->nout ? AD_MAX_LANES * m->nv : m->nout;
     double *seeds = second ? malloc((size_t)(room + 1) * sizeof *seeds) : 0;
@@ -324,8 +342,8 @@ static int check_variables(ad_tape *t, const ad_many *m)
     int64_t nv = 0;
     if ((m->mode != AD_MANY_JACOBIAN && m->plan->output < 0) || m->nvar < 0 ||
         (m->nvar && !m->var))
-        return ad_fail(t, AD_EINVAL, -1, "map: a Hessian needs an objective "
-                       "entry, and every derivative the variables");
+        return ad_fail(t, AD_EINVAL, -1, "map: a gradient or Hessian needs an "
+                       "objective entry, and every derivative the variables");
     for (int64_t j = 0; j < m->nvar; ++j) {
         const int64_t e = m->var[j];
         if (e < 0 || e >= n || t->op[e] != AD_LEAF)
@@ -345,17 +363,33 @@ static int check_variables(ad_tape *t, const ad_many *m)
     return AD_OK;
 }
 
+/* The numbers of the plan's batched leaves (*nx) and shared ones. */
+static int split_leaves(ad_tape *t, const ad_many *m, int64_t *nx, int64_t *ns)
+{
+    const ad_replay_plan *p = m->plan;
+    *nx = *ns = 0;
+    if (p->nleaves && !m->batched)
+        return ad_fail(t, AD_EINVAL, -1, "map: which leaves are batched is "
+                       "not given");
+    for (int64_t k = 0; k < p->nleaves; ++k)
+        *(m->batched[k] ? nx : ns) += entry_size(t, p->leaf[k]);
+    return AD_OK;
+}
+
 int ad_replay_many(ad_tape *t, ad_many *m)
 {
-    int64_t nx;
-    int status = ad_replay_check(t, m->plan, &nx);
+    int64_t all, nx, ns;
+    int status = ad_replay_check(t, m->plan, &all);
+    if (status == AD_OK)
+        status = split_leaves(t, m, &nx, &ns);
     if (status != AD_OK)
         return status;
-    if (m->npoints < 0 || m->nthreads < 1 || nx != m->nx || !m->flipped ||
-        (m->npoints && (!m->f || (nx && !m->x))))
+    if (m->npoints < 0 || m->nthreads < 1 || nx != m->nx || ns != m->nshared ||
+        !m->flipped || (ns && !m->shared) || (m->npoints && (!m->f || (nx && !m->x))))
         return ad_fail(t, AD_EINVAL, -1, "map: a bad batch (%lld points of "
-                       "%lld numbers, the recording takes %lld)",
-                       (long long)m->npoints, (long long)m->nx, (long long)nx);
+                       "%lld numbers and %lld shared ones, the recording takes "
+                       "%lld and %lld)", (long long)m->npoints, (long long)m->nx,
+                       (long long)m->nshared, (long long)nx, (long long)ns);
     if (m->mode == AD_REPLAY_VALUES || m->mode == AD_MANY_JACOBIAN) {
         if (m->out < 0 || m->out >= ad_len(t) || t->aux[m->out] >= AD_COUNT_LOAD(t->nblk) ||
             m->nout != (t->aux[m->out] < 0 ? 1 : t->blk[t->aux[m->out]].size))
@@ -363,16 +397,12 @@ int ad_replay_many(ad_tape *t, ad_many *m)
                            "not hold %lld numbers", (long long)m->out,
                            (long long)m->nout);
     }
-    if (m->mode == AD_REPLAY_VALUES) {
-        ;
-    } else if (takes_variables(m->mode)) {
+    if (takes_variables(m->mode)) {
         status = check_variables(t, m);
         if (status != AD_OK)
             return status;
-    } else if (m->mode != AD_REPLAY_GRAD || m->plan->output < 0 ||
-               (m->npoints && nx && !m->g)) {
-        return ad_fail(t, AD_EINVAL, -1, "map: a gradient needs an objective "
-                       "entry and room for every point's gradient");
+    } else if (m->mode != AD_REPLAY_VALUES) {
+        return ad_fail(t, AD_EINVAL, -1, "map: no method %d", m->mode);
     }
     for (int64_t i = 0; i < ad_len(t); ++i)
         if (t->op[i] == AD_EXTERN && !ad_native_matmul(t, i))
@@ -394,8 +424,8 @@ int ad_replay_many(ad_tape *t, ad_many *m)
     ad_lanes *lanes = 0;
     if ((m->mode == AD_REPLAY_VALUES || m->mode == AD_REPLAY_GRAD) &&
         ad_len(t) <= ((int64_t)4 << 20) / AD_POINT_LANES)
-        lanes = ad_lanes_plan(t, m->plan, m->mode == AD_REPLAY_VALUES ? m->out
-                                                                      : m->plan->output,
+        lanes = ad_lanes_plan(t, m, m->mode == AD_REPLAY_VALUES ? m->out
+                                                                : m->plan->output,
                               m->mode != AD_REPLAY_VALUES);
     int64_t per = m->npoints / nthreads, extra = m->npoints % nthreads, lo = 0;
     int started = 0;

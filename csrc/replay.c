@@ -82,9 +82,12 @@ static int64_t flipped_guard(const ad_tape *t, const ad_replay_plan *p)
     return -1;
 }
 
-static void write_leaves(ad_tape *t, const ad_replay_plan *p, const double *x)
+void ad_write_leaves(ad_tape *t, const ad_replay_plan *p, const double *x,
+                     const uint8_t *mask, int want)
 {
     for (int64_t k = 0; k < p->nleaves; ++k) {
+        if (mask && mask[k] != want)
+            continue;
         int64_t e = p->leaf[k];
         if (t->aux[e] < 0) {
             t->imm[e] = *x++;           /* the forward sweep sets val = imm */
@@ -150,7 +153,7 @@ int ad_replay(ad_tape *t, const ad_replay_plan *p, const double *x, int mode,
                        "objective entry and room for the value and gradient");
     *flipped = -1;
     if (x)          /* NULL: the caller has written the leaves itself */
-        write_leaves(t, p, x);
+        ad_write_leaves(t, p, x, 0, 0);
     if ((status = ad_forward(t, 0, ad_len(t), 0)) != AD_OK)
         return status;
     if ((*flipped = flipped_guard(t, p)) >= 0 || mode == AD_REPLAY_VALUES)

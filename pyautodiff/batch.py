@@ -93,17 +93,27 @@ class _Batch:
         return out
 
     def rows(self):
-        """(count, n) float64 rows, C-contiguous: each point's leaves flat."""
+        """(x, shared, batched) for the C replay plan (every argument's
+        leaves in order): x the (count, numbers) rows of the batched
+        leaves, a view of the argument where it is one C-contiguous array
+        of floats; shared the shared leaves' numbers, once; batched a
+        uint8 per leaf, 1 for the batched ones."""
         n = self.count
-        parts = []
+        parts, shared, batched = [], [], []
         for _, values, axis in self.leaves:
             for v in values:
-                size = _point_size(v, axis)
-                parts.append(v.reshape(n, size) if axis == 0
-                             else np.broadcast_to(v.reshape(1, size), (n, size)))
-        if not parts:
-            return np.zeros((n, 0))
-        return np.ascontiguousarray(np.concatenate(parts, axis=1), dtype=np.float64)
+                batched.append(axis == 0)
+                if axis == 0:
+                    parts.append(v.reshape(n, _point_size(v, axis)))
+                else:
+                    shared.append(v.reshape(-1))
+        if len(parts) == 1 and parts[0].flags.c_contiguous:
+            x = parts[0]
+        else:
+            x = np.concatenate(parts, axis=1) if parts else np.zeros((n, 0))
+        return (np.ascontiguousarray(x, dtype=np.float64),
+                np.concatenate(shared) if shared else np.zeros(0),
+                np.array(batched, dtype=np.uint8))
 
 
 def _point_size(v, axis):
@@ -267,24 +277,21 @@ def _in_c(rec, batch, kind, threads):
     tr = rec.trace
     tape = tr.tape
     n = batch.count
-    x = batch.rows()
+    x, shared, batched = batch.rows()
     nx = x.shape[1]
-    # the value and the Jacobian are of the result entry, the derivatives
-    # but the gradient's of the variable (one float or ndarray)
+    # the value and the Jacobian are of the result entry
     takes_output = kind in ("value", "jacobian")
-    takes_variable = kind in ("hvp", "hessian", "jacobian")
     if takes_output:
         out = tr.outputs()[0][0]
         oshape = np.shape(out._d)
         nout = int(np.prod(oshape, dtype=np.int64))
-    if takes_variable:
-        var = tr.leaves[tr.argnum][0]
-        shape = np.shape(var._d)
-        nv = int(np.prod(shape, dtype=np.int64))
-    width = nx                  # a gradient: of every leaf, as x is laid out
-    if kind == "hvp":
-        width = nv
-    elif kind == "hessian":
+    # the variables: the differentiated argument's leaves (for all but the
+    # gradient, _native saw to it that there is one: a float or ndarray)
+    variables = [] if kind == "value" else tr.leaves[tr.argnum]
+    shape = np.shape(variables[0]._d) if variables else ()
+    nv = sum(int(np.prod(np.shape(v._d), dtype=np.int64)) for v in variables)
+    width = nv                  # a gradient, a Hessian-vector product
+    if kind == "hessian":
         width = nv * nv
     elif kind == "jacobian":
         width = nout * nv
@@ -302,9 +309,11 @@ def _in_c(rec, batch, kind, threads):
     m.nthreads = threads
     if takes_output:
         m.out, m.nout = out._i, nout
-    if takes_variable:
-        variables = ffi.new("int64_t[]", [var._i])
-        m.nvar, m.var, m.nv = 1, variables, nv
+    entries = ffi.new("int64_t[]", [node._i for node in variables])
+    m.nvar, m.var, m.nv = len(variables), entries, nv
+    m.batched = ffi.from_buffer("uint8_t[]", batched) if batched.size else ffi.NULL
+    m.shared = ffi.from_buffer("double[]", shared) if shared.size else ffi.NULL
+    m.nshared = shared.size
     # the sweeps a point takes, which size the chunks: a tangent and a
     # second-order sweep per LANES columns of a Hessian, a reverse sweep
     # per row of a Jacobian (or a tangent sweep per LANES columns)
@@ -343,17 +352,10 @@ def _in_c(rec, batch, kind, threads):
         return g.reshape((n,) + shape), failed
     if kind == "hessian":
         return g.reshape((n,) + shape + shape), failed
-    k = tr.argnums[0]
-    st = tr.structures[k]
-    lo = sum(_size(tr.structures[j]) for j in range(k))
-    grads = g[:, lo:lo + _size(st)]
-    grads = unflatten(st, _leaf_rows(st, grads, n)) if st.node is not None \
-        else grads.reshape((n,) + st.shapes[0])
+    st = tr.structures[tr.argnum]
+    grads = unflatten(st, _leaf_rows(st, g, n)) if st.node is not None \
+        else g.reshape((n,) + st.shapes[0])
     return (grads if kind == "grad" else (f, grads)), failed
-
-
-def _size(st):
-    return sum(int(np.prod(s, dtype=np.int64)) for s in st.shapes)
 
 
 def _leaf_rows(st, g, n):

@@ -383,3 +383,25 @@ def test_random_programs_of_scalars_map_bit_for_bit():
             _same(got[1][k], want[1])
         done += 0 if F.trace.tape.externs else 1     # (those ran in lanes)
     assert done > 25
+
+
+def test_shared_data_is_not_copied_per_point():
+    # 2,000 points sharing 800 KB of data: one copy per point would take
+    # 1.6 GB, and so would gradients of every leaf rather than the
+    # differentiated argument's
+    import tracemalloc
+    D = RNG.normal(size=(20_000, 5))
+    F = ad.record(lambda p, d: np.sum(np.tanh(d * p)), np.ones(5), D)
+    from pyautodiff import batch
+    assert batch._native(F, "value_and_grad") == "value_and_grad"
+    P = RNG.normal(size=(2000, 5)) * 0.1
+    F.map(P[:2], D, method="grad", in_axes=(0, None))
+    tracemalloc.start()
+    try:
+        got = F.map(P, D, method="value_and_grad", in_axes=(0, None))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 20 * 2**20, peak
+    for k in (0, 977, 1999):
+        _same((got[0][k], got[1][k]), F.value_and_grad(P[k], D))
