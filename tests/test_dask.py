@@ -5,6 +5,7 @@ minimize_many is a serial loop of ad.minimize, a worker killed mid-run
 costs a rerun and no row, a corrupted recording is a ValueError on the
 client, and without Dask the import error names the extra."""
 import os
+import pickle
 import signal
 import subprocess
 import sys
@@ -168,6 +169,19 @@ def test_what_ad_dask_map_refuses(client):
     T = ad.record(lambda xs: xs[0] @ xs[1], (X[0], X[1]))
     with pytest.raises(TypeError, match="plain arguments"):
         ad.dask.map(T, DX)
+
+
+def test_the_recording_travels_once_to_every_worker_and_in_no_task(client):
+    C = np.random.default_rng(0).normal(size=30_000)
+    F = ad.record(lambda x: np.sum(np.tanh(x[0] * C)), np.zeros(3))
+    size = len(tapefile.dumps(F))                   # C is in it: some 240 kB
+    Y = ad.dask.map(F, da.zeros((100, 3), chunks=10), method="grad")
+    assert len(pickle.dumps(dict(Y.__dask_graph__()))) < size / 10   # ten blocks
+    Y.compute()
+    sent = pyautodiff.dask._SENT[F][client.id]
+    assert len(client.who_has(sent)[sent.key]) == 2
+    ad.dask.map(F, da.zeros((10, 3), chunks=5)).compute()
+    assert pyautodiff.dask._SENT[F][client.id] is sent     # not sent again
 
 
 def test_minimize_many_is_a_serial_loop_of_minimize(client):
