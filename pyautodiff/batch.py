@@ -145,7 +145,8 @@ def check_method(method, name):
                          f"{', '.join(METHODS)}, not {method!r}")
 
 
-def _checked_options(name, errors, threads):
+def checked_options(name, errors, threads):
+    """threads (None: every core), with errors checked."""
     if errors not in ("raise", "nan"):
         raise ValueError(f"{name}.map: errors must be 'raise' or 'nan', "
                          f"not {errors!r}")
@@ -161,7 +162,7 @@ def map_recording(rec, args, method, in_axes, threads, errors, first=0):
     first point in a larger one (a block of pyautodiff.dask's), which a
     BranchError names the points by."""
     check_method(method, rec.name)
-    threads = _checked_options(rec.name, errors, threads)
+    threads = checked_options(rec.name, errors, threads)
     out, failed, _ = _map(rec, args, method, in_axes, threads)
     if failed and errors == "raise":
         k, what = failed[0]
@@ -179,7 +180,7 @@ def map_function(function, args, method, in_axes, threads, errors):
     if method.startswith("sparse"):
         raise ValueError(f"{name}.map: {method} is a recording's method: "
                          "map ad.record(f, x0) instead")
-    threads = _checked_options(name, errors, threads)
+    threads = checked_options(name, errors, threads)
     nargs = len(args) - (method in ("hvp", "jvp"))
     axes = axes_of(in_axes, len(args), name)
     first = [a if axis is None else _first_point(a) for a, axis in zip(args[:nargs], axes)]

@@ -95,6 +95,7 @@ def map(F, *args, method="value", in_axes=0, threads=None, errors="raise",
         raise TypeError(f"ad.dask.map: {method} of the recording of {rec.name} "
                         f"takes {nargs} argument{'' if nargs == 1 else 's'}, "
                         f"not {len(args)}")
+    batch.checked_options("ad.dask", errors, 1 if threads is None else threads)
     out, arg = _plain_shapes(rec)
     shapes = ROW_SHAPES[method](out, arg)
     points = [tuple(rec.trace.structures[k].shapes[0]) for k in range(rec.nargs)] + [arg]
@@ -104,18 +105,22 @@ def map(F, *args, method="value", in_axes=0, threads=None, errors="raise",
     blocks = rows.chunks[0]
     index = da.arange(rows.shape[0], chunks=(blocks,))     # each block's row numbers
     pairs = [_scattered(client, rec), None, index, ("i",)]
+    arg_st = rec.trace.structures[rec.trace.argnum]     # (hvp's and jvp's vector)
+    floats = []
     for k, (a, axis) in enumerate(zip(args, axes)):
         if axis == 0:
             pairs += [a.rechunk((blocks,) + a.chunks[1:]), ("i",) + _axes_of(k, a, 1)]
         elif isinstance(a, da.Array):
             pairs += [a, _axes_of(k, a, 0)]
+            if rec.trace.structures.get(k, arg_st).kinds[0] == "float":
+                floats.append(k)        # (its block: a 0-d array)
         else:
             pairs += [a, None]
     results = da.blockwise(
         _block, ("i",), *pairs, token=f"ad-map-{method}", concatenate=True,
         dtype=object, meta=np.empty((0,), dtype=object), method=method,
         axes=axes, threads=threads, errors=errors, shapes=shapes,
-        threads_by_host=_threads_by_host(client))
+        floats=floats, threads_by_host=_threads_by_host(client))
     parts = tuple(results.map_blocks(
         _pick, j, token=f"ad-map-{method}-{j}", dtype=np.float64,
         chunks=(blocks,) + tuple((d,) for d in shape),
@@ -275,9 +280,12 @@ def _loaded(saved):
     return rec
 
 
-def _block(saved, index, *args, method, axes, threads, errors, shapes,
+def _block(saved, index, *args, method, axes, threads, errors, shapes, floats,
            threads_by_host):
-    """One block of map: F.map over its points, one array per result."""
+    """One block of map: F.map over its points, one array per result
+    (floats: the shared arguments recorded as floats that came as 0-d
+    blocks of dask.arrays)."""
+    args = [float(a) if k in floats else a for k, a in enumerate(args)]
     n = len(index)
     if n == 0:
         return tuple(np.empty((0,) + shape) for shape in shapes)

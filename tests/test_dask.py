@@ -102,8 +102,16 @@ def test_shared_arguments_and_vectors(client):
     _same(_computed(client, ad.dask.map(L, da.from_array(w), DD, method="value_and_grad",
                                         in_axes=(None, 0))), want)
     S = ad.record(lambda a, x: a * np.sum(x ** 2), 2.0, X[0])
-    _same(ad.dask.map(S, 1.5, DX, method="grad", in_axes=(None, 0)).compute(),
-          S.map(1.5, X, method="grad", in_axes=(None, 0)))
+    want = S.map(1.5, X, method="grad", in_axes=(None, 0))
+    _same(ad.dask.map(S, 1.5, DX, method="grad", in_axes=(None, 0)).compute(), want)
+    _same(ad.dask.map(S, da.from_array(np.array(1.5)), DX, method="grad",
+                      in_axes=(None, 0)).compute(), want)
+    # floats as points, and a block of none
+    Q = ad.record(lambda a: a ** 3 - a, 2.0)
+    _same(_computed(client, ad.dask.map(Q, da.arange(9.0, chunks=4), method="value_and_grad")),
+          Q.map(np.arange(9.0), method="value_and_grad"))
+    _same(ad.dask.map(F, da.zeros((0, 6), chunks=5), method="grad").compute(),
+          np.zeros((0, 6)))
 
 
 def test_a_data_parallel_gradient_is_the_in_memory_one(client):
@@ -138,6 +146,9 @@ def test_an_ad_function_is_recorded_at_the_first_point(client):
     DX = da.from_array(X, chunks=50)
     got = ad.dask.map(f, DX, method="value_and_grad")
     _same(_computed(client, got), f.map(X, method="value_and_grad"))
+    V = RNG.normal(size=X.shape)
+    _same(ad.dask.map(f, DX, da.from_array(V, chunks=50), method="hvp").compute(),
+          f.map(X, V, method="hvp"))
 
 
 def test_a_flipped_guard_names_its_row_of_the_whole_array(client):
@@ -166,6 +177,10 @@ def test_what_ad_dask_map_refuses(client):
         ad.dask.map(F, X[0], in_axes=None)
     with pytest.raises(TypeError, match="takes a recording"):
         ad.dask.map(rosen, DX)
+    with pytest.raises(ValueError, match="errors must be"):
+        ad.dask.map(F, DX, errors="ignore")
+    with pytest.raises(ValueError, match="threads must be"):
+        ad.dask.map(F, DX, threads=0)
     T = ad.record(lambda xs: xs[0] @ xs[1], (X[0], X[1]))
     with pytest.raises(TypeError, match="plain arguments"):
         ad.dask.map(T, DX)
