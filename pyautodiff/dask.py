@@ -101,6 +101,13 @@ def map(F, *args, method="value", in_axes=0, threads=None, errors="raise",
     points = [tuple(rec.trace.structures[k].shapes[0]) for k in range(rec.nargs)] + [arg]
     args = [_checked(a, axis, points[k], k, rec.name)
             for k, (a, axis) in enumerate(zip(args, axes))]
+    return _rows(client, rec, args, axes, method, shapes, threads, errors)
+
+
+def _rows(client, rec, args, axes, method, shapes, threads, errors):
+    """map's dask.arrays: a blockwise task per block of the batched
+    arguments, which gives a tuple of arrays, one per result of method
+    (shapes: of one point's), and a dask.array of each."""
     rows = next(a for a, axis in zip(args, axes) if axis == 0)
     blocks = rows.chunks[0]
     index = da.arange(rows.shape[0], chunks=(blocks,))     # each block's row numbers
