@@ -72,7 +72,7 @@ def main(argv=None):
                                           client=client)
         distributed.progress(futures)       # a text bar, until the last one is done
         print()
-        results = client.gather(futures)
+        results = [res for task in client.gather(futures) for res in task]
         seconds = time.perf_counter() - t0
     finally:
         client.close()

@@ -137,25 +137,36 @@ def _rows(client, rec, args, axes, method, shapes, threads, errors):
     return parts if len(parts) > 1 else parts[0]
 
 
-def minimize_many(f, X0, method="L-BFGS-B", client=None, **minimize_kwargs):
+def minimize_many(f, X0, method="L-BFGS-B", client=None, starts_per_task=1,
+                  **minimize_kwargs):
     """ad.minimize(f, x0, method, **minimize_kwargs) from every start x0 in
-    X0 (the rows of an array, or a list), one task per start on a Dask
-    cluster: the OptimizeResults in the order of the starts.
+    X0 (the rows of an array, or a list) on a Dask cluster: the
+    OptimizeResults in the order of the starts.
 
-    f is recorded once, here, at the first start, and its recording sent
-    once to every worker; a task records f again only where one of its
-    guards flips (f may also be a recording itself, which then raises
-    BranchError there).  client: a distributed.Client, by default the
-    current one."""
-    futures = submit_minimize(f, X0, method, client, **minimize_kwargs)
-    return futures[0].client.gather(futures) if futures else []
+    A task runs starts_per_task starts one after another (more of them
+    where a start takes milliseconds, so that Dask's few milliseconds per
+    task do not count).  f is recorded once, here, at the first start, and
+    its recording sent once to every worker; a task records f again only
+    where one of its guards flips (f may also be a recording itself, which
+    then raises BranchError there).  client: a distributed.Client, by
+    default the current one."""
+    futures = submit_minimize(f, X0, method, client, starts_per_task,
+                              **minimize_kwargs)
+    if not futures:
+        return []
+    return [res for task in futures[0].client.gather(futures) for res in task]
 
 
-def submit_minimize(f, X0, method="L-BFGS-B", client=None, **minimize_kwargs):
+def submit_minimize(f, X0, method="L-BFGS-B", client=None, starts_per_task=1,
+                    **minimize_kwargs):
     """minimize_many's tasks, submitted: their futures in the order of the
-    starts, for a progress bar (distributed.progress), as_completed or
-    cancel."""
+    starts, each a list of its starts' OptimizeResults, for a progress bar
+    (distributed.progress), as_completed or cancel."""
     client = _client(client, "minimize_many")
+    if isinstance(starts_per_task, bool) or not isinstance(starts_per_task, int) \
+            or starts_per_task < 1:
+        raise ValueError("ad.dask.minimize_many: starts_per_task must be a "
+                         f"positive int, not {starts_per_task!r}")
     starts = list(X0)
     if not starts:
         return []
@@ -163,7 +174,9 @@ def submit_minimize(f, X0, method="L-BFGS-B", client=None, **minimize_kwargs):
         rec, f = f, None
     else:
         rec = record_objective(f, starts[0], minimize_kwargs.get("args", ()))
-    return client.map(_minimize_from, starts, saved=_scattered(client, rec),
+    groups = [starts[i:i + starts_per_task]
+              for i in range(0, len(starts), starts_per_task)]
+    return client.map(_minimize_from, groups, saved=_scattered(client, rec),
                       f=f, method=method, minimize_kwargs=minimize_kwargs)
 
 
@@ -319,5 +332,7 @@ def _pick(results, j):
     return results[j]
 
 
-def _minimize_from(x0, saved, f, method, minimize_kwargs):
-    return minimize_recorded(_loaded(saved), f, x0, method, **minimize_kwargs)
+def _minimize_from(starts, saved, f, method, minimize_kwargs):
+    rec = _loaded(saved)
+    return [minimize_recorded(rec, f, x0, method, **minimize_kwargs)
+            for x0 in starts]

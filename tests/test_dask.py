@@ -220,6 +220,14 @@ def test_minimize_many_is_a_serial_loop_of_minimize(client):
     for g, x0 in zip(got, X0):
         assert np.array_equal(g.x, ad.minimize(shifted, x0, args=(0.5,), method="BFGS").x)
     assert ad.dask.minimize_many(rosen, []) == []
+    # several starts a task: the same results, in the order of the starts
+    got = ad.dask.minimize_many(rosen, X0[:5], method="lbfgs", starts_per_task=2)
+    assert [g.fun for g in got] == [w.fun for w in
+                                    (ad.minimize(rosen, x0, method="lbfgs") for x0 in X0[:5])]
+    futures = ad.dask.submit_minimize(rosen, X0[:5], method="lbfgs", starts_per_task=2)
+    assert [len(task) for task in client.gather(futures)] == [2, 2, 1]
+    with pytest.raises(ValueError, match="starts_per_task"):
+        ad.dask.minimize_many(rosen, X0, starts_per_task=0)
 
 
 def test_minimize_many_records_again_where_a_guard_flips(client):
