@@ -287,6 +287,16 @@ def test_a_worker_killed_mid_run_costs_a_rerun_and_no_row(client):
     assert victim not in client.run(os.getpid).values()
 
 
+def test_the_same_code_on_a_client_of_the_schedulers_address(client):
+    F = ad.record(rosen, X[0])
+    with distributed.Client(client.scheduler.address) as other:
+        got = ad.dask.map(F, da.from_array(X, chunks=40), method="grad", client=other)
+        _same(other.compute(got).result(), F.map(X, method="grad"))
+        results = ad.dask.minimize_many(rosen, X[:3], method="lbfgs", client=other)
+        assert [r.fun for r in results] == [ad.minimize(rosen, x, method="lbfgs").fun
+                                            for x in X[:3]]
+
+
 def test_no_client_is_a_clear_error():
     script = ("import numpy as np, dask.array as da, pyautodiff as ad, pyautodiff.dask\n"
               "F = ad.record(lambda x: x @ x, np.zeros(2))\n"
