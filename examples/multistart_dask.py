@@ -1,4 +1,6 @@
-"""Fit a damped oscillator's amplitude, damping, frequency and phase to noisy samples from many random starts on a Dask cluster, and print the best fit.
+"""Fit a damped oscillator's amplitude, damping, frequency and phase to
+noisy samples from many random starts on a Dask cluster, and print the best
+fit.
 
     python examples/multistart_dask.py [--starts 200] [--scheduler HOST:8786]
 
