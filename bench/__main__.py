@@ -19,6 +19,7 @@ from bench import sparse_hessian  # noqa: F401
 from bench import sparse_jacobian  # noqa: F401
 from bench import constrained  # noqa: F401
 from bench import map as _map  # noqa: F401
+from bench import dask_bench  # noqa: F401
 from bench.backends import load_backends
 from bench.registry import PROBLEMS, Unsupported
 

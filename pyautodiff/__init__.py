@@ -39,6 +39,16 @@ from .sparse import (hessian_sparsity, jacobian_sparsity, sparse_hessian,
 from .minimize import minimize
 from . import nn, optim
 
+
+def __getattr__(name):
+    # ad.dask (pyautodiff/dask.py) is imported on first use, so that
+    # `import pyautodiff` does not import Dask, an optional dependency
+    if name == "dask":
+        import importlib
+        return importlib.import_module("pyautodiff.dask")
+    raise AttributeError(f"module 'pyautodiff' has no attribute {name!r}")
+
+
 __all__ = [
     "__version__", "TapeError", "DetachError", "stop_gradient", "Tape", "current_tape", "detect_anomaly",
     "no_grad", "Value", "Array", "custom_op", "draw_dot",

@@ -120,7 +120,8 @@ def _point_size(v, axis):
     return int(np.prod(v.shape[1:] if axis == 0 else v.shape, dtype=np.int64))
 
 
-def _axes(in_axes, nargs, name):
+def axes_of(in_axes, nargs, name):
+    """in_axes as one 0 or None per argument."""
     axes = [in_axes] * nargs if in_axes is None or isinstance(in_axes, int) \
         else list(in_axes)
     if len(axes) != nargs or any(a not in (0, None) or isinstance(a, bool) for a in axes):
@@ -154,7 +155,8 @@ def check_method(method, name):
                          f"{', '.join(METHODS)}, not {method!r}")
 
 
-def _checked_options(name, errors, threads):
+def checked_options(name, errors, threads):
+    """threads (None: every core), with errors checked."""
     if errors not in ("raise", "nan"):
         raise ValueError(f"{name}.map: errors must be 'raise' or 'nan', "
                          f"not {errors!r}")
@@ -165,14 +167,16 @@ def _checked_options(name, errors, threads):
     return threads
 
 
-def map_recording(rec, args, method, in_axes, threads, errors):
-    """F.map (see the module docstring)."""
+def map_recording(rec, args, method, in_axes, threads, errors, first=0):
+    """F.map (see the module docstring); first: the number of the batch's
+    first point in a larger one (a block of pyautodiff.dask's), which a
+    BranchError names the points by."""
     check_method(method, rec.name)
-    threads = _checked_options(rec.name, errors, threads)
+    threads = checked_options(rec.name, errors, threads)
     out, failed, _ = _map(rec, args, method, in_axes, threads)
     if failed and errors == "raise":
         k, what = failed[0]
-        raise _branch_error(rec, k, what)
+        raise _branch_error(rec, first + k, what)
     return out
 
 
@@ -186,9 +190,9 @@ def map_function(function, args, method, in_axes, threads, errors):
     if method.startswith("sparse"):
         raise ValueError(f"{name}.map: {method} is a recording's method: "
                          "map ad.record(f, x0) instead")
-    threads = _checked_options(name, errors, threads)
+    threads = checked_options(name, errors, threads)
     nargs = len(args) - (method in ("hvp", "jvp"))
-    axes = _axes(in_axes, len(args), name)
+    axes = axes_of(in_axes, len(args), name)
     first = [a if axis is None else _first_point(a) for a, axis in zip(args[:nargs], axes)]
     rec = function.recording(first)
     out, failed, batch = _map(rec, args, method, in_axes, threads)
@@ -223,7 +227,7 @@ def _map(rec, args, method, in_axes, threads):
     if len(args) != nargs:
         raise TypeError(f"{rec.name}.map: {method} of the recording takes "
                         f"{nargs} argument{'' if nargs == 1 else 's'}, not {len(args)}")
-    axes = _axes(in_axes, nargs, rec.name)
+    axes = axes_of(in_axes, nargs, rec.name)
     batch = _Batch(rec, args[:rec.nargs], axes[:rec.nargs])
     if nargs > rec.nargs:
         vector = np.asarray(args[-1], dtype=np.float64)

@@ -107,7 +107,7 @@ class _Recording:
     it, and scipy's methods get each value and gradient from one C call.
     f is recorded again where a guard flips."""
 
-    def __init__(self, f, space, m=1):
+    def __init__(self, f, space, m=1, recording=None):
         self.f = f
         self.space = space
         self.o = _core.new_lbfgs(space.x0.size, m)
@@ -116,7 +116,10 @@ class _Recording:
         self._g = np.empty(space.x0.size)
         self._g_ptr = ffi.from_buffer("double[]", self._g)
         self._outcome = ffi.new("int32_t *")
-        self.record_at(space.x0)
+        if recording is None:
+            self.record_at(space.x0)
+        else:                   # made elsewhere (record_objective), perhaps at another x
+            self._use(_matching(recording, space), None)
 
     def record_at(self, flat):
         """Record f at the flat point and point the C state at it."""
@@ -125,12 +128,19 @@ class _Recording:
             raise RuntimeError("minimize: a guard of f flips at the point "
                                "where f was just recorded: f does not take "
                                "the same decisions twice at the same x")
-        rec = Recorded(self.f, (self.space.arg(flat),))
-        rec.trace.scalar_output("ad.minimize needs a function returning a "
-                                "scalar (the value to minimize)")
+        if self.f is None:
+            raise BranchError(f"minimize: a guard of the recording of "
+                              f"{self.rec.name} flips at x = {self.space.arg(flat)}, "
+                              "and there is no function to record again there: "
+                              "pass the function itself, not its recording")
+        self._use(_record(self.f, self.space.arg(flat)), flat)
+        self.recordings += 1
+
+    def _use(self, rec, flat):
+        """Point the C state at recording rec (made at the flat point, or
+        None where it came made)."""
         self.rec = rec
         self.recorded_at = flat
-        self.recordings += 1
         # a constant f has no entry to evaluate: the trace answers for it
         self.constant = rec.trace.output_entry() is None
         self._keep = None if self.constant else _attach(self.o, rec)
@@ -193,20 +203,35 @@ def minimize(f, x0, method="L-BFGS-B", bounds=None, constraints=(), tol=None,
     by keyword: the third parameter here is method) are f's further
     arguments, constants to its derivatives.
     """
+    return minimize_recorded(None, f, x0, method, bounds, constraints, tol,
+                             options, callback, args)
+
+
+def record_objective(f, x0, args=()):
+    """f(x, *args) recorded at x0 as minimize records it: what
+    minimize_recorded takes, to start from other points without recording
+    f again (pyautodiff.dask records once and sends it to every worker)."""
+    space = _Space(x0)
+    return _record(_bound(f, args), space.arg(space.x0))
+
+
+def minimize_recorded(recording, f, x0, method="L-BFGS-B", bounds=None,
+                      constraints=(), tol=None, options=None, callback=None,
+                      args=()):
+    """minimize from x0 on a recording of f made already (record_objective's,
+    at any point of x0's shape; None: record f at x0, as minimize does).
+    Where one of its guards flips, f is recorded again there, as minimize
+    does; with f None, that is a BranchError."""
     if isinstance(method, tuple):
         raise TypeError("minimize: method is a tuple; scipy's third "
                         "parameter, args, is a keyword here: "
                         "minimize(f, x0, args=(...), method=...)")
-    if not isinstance(args, tuple):
-        args = (args,)          # (as scipy takes a single argument)
-    if args:
-        from .constrained import with_args
-        f = with_args(f, args)
+    f = _bound(f, args)
     space = _Space(x0)
     name = method.lower() if isinstance(method, str) else None
     if name == "ipopt":
         from .ipopt import minimize_ipopt
-        objective = _Recording(f, space)
+        objective = _Recording(f, space, recording=recording)
         return minimize_ipopt(f, space, objective, bounds, constraints, tol,
                               options, callback)
     if name == "lbfgs":
@@ -216,15 +241,47 @@ def minimize(f, x0, method="L-BFGS-B", bounds=None, constraints=(), tol=None,
         if bounds is not None:
             raise ValueError("minimize: method='lbfgs' takes no bounds; use "
                              "method='L-BFGS-B' for bounds")
-        return _lbfgs(f, space, tol, options, callback)
+        return _lbfgs(f, space, tol, options, callback, recording)
     return _scipy_minimize(f, space, method, bounds, constraints, tol, options,
-                           callback)
+                           callback, recording)
+
+
+def _bound(f, args):
+    """x -> f(x, *args) (f itself without args; None stays None)."""
+    if not isinstance(args, tuple):
+        args = (args,)          # (as scipy takes a single argument)
+    if not args or f is None:
+        return f
+    from .constrained import with_args
+    return with_args(f, args)
+
+
+def _record(f, x):
+    """f recorded at x, checked to return a scalar."""
+    rec = Recorded(f, (x,))
+    rec.trace.scalar_output("ad.minimize needs a function returning a "
+                            "scalar (the value to minimize)")
+    return rec
+
+
+def _matching(rec, space):
+    """rec, checked to take one argument of x0's kind and shape and to
+    return a scalar."""
+    st = rec.trace.structures
+    kind = "float" if space.scalar else "array"
+    if rec.nargs != 1 or st[0].node is not None or st[0].kinds[0] != kind \
+            or tuple(st[0].shapes[0]) != space.shape:
+        raise ValueError(f"minimize: the recording of {rec.name} does not "
+                         f"take one {kind} of x0's shape {space.shape}")
+    rec.trace.scalar_output("ad.minimize needs a function returning a "
+                            "scalar (the value to minimize)")
+    return rec
 
 
 # -- scipy's methods ------------------------------------------------------------
 
 def _scipy_minimize(f, space, method, bounds, constraints, tol, options,
-                    callback):
+                    callback, recording=None):
     try:
         import scipy.optimize
     except ImportError as exc:
@@ -232,7 +289,7 @@ def _scipy_minimize(f, space, method, bounds, constraints, tol, options,
             f"minimize(method={method!r}) runs scipy.optimize.minimize, and "
             "scipy is not installed: pip install 'pyautodiff[scipy]' (or pip "
             "install scipy); method='lbfgs' needs no scipy") from exc
-    objective = _Recording(f, space)
+    objective = _Recording(f, space, recording=recording)
     name = method.lower() if isinstance(method, str) else None
     if constraints:
         from .constrained_scipy import minimize_constrained
@@ -320,10 +377,10 @@ def _attach(o, rec):
     return (rec,)
 
 
-def _lbfgs(f, space, tol, options, callback):
+def _lbfgs(f, space, tol, options, callback, recording=None):
     opts = _lbfgs_options(tol, options)
     n = space.x0.size
-    problem = _Recording(f, space, opts["m"])
+    problem = _Recording(f, space, opts["m"], recording)
     o = problem.o
     o.maxiter, o.maxls = opts["maxiter"], opts["maxls"]
     o.gtol, o.ftol = opts["gtol"], opts["ftol"]
@@ -336,7 +393,8 @@ def _lbfgs(f, space, tol, options, callback):
             # this recording's f is a number that does not depend on x
             o.f = problem.rec.trace.scalar_output()[1]
             g[:] = 0.0
-            if problem.recordings == 1:
+            if problem.recorded_at is None or \
+                    np.array_equal(problem.recorded_at, space.x0):   # (at the start)
                 status, message = 0, "converged: f does not depend on x"
             else:
                 x[:] = problem.recorded_at

@@ -318,12 +318,17 @@ def load(path):
     return rec
 
 
-def _unpickled(data):
-    """A pickled recording (Recorded.__reduce__), loaded as ad.load loads
-    a file."""
+def loads(data, what="a recording's bytes"):
+    """The recording in data, a saved file's bytes, loaded as ad.load loads
+    the file; its errors call it `what`."""
     source = io.BytesIO(data)
-    source.name = "a pickled recording"   # what load's errors call it
+    source.name = what
     return load(source)
+
+
+def _unpickled(data):
+    """A pickled recording (Recorded.__reduce__)."""
+    return loads(data, "a pickled recording")
 
 
 class Function:

@@ -791,7 +791,7 @@ def test_ctrl_c_stops_an_ipopt_solve_with_keyboard_interrupt():
     word, where, delay = out.stdout.split()
     # raised out of minimize once IPOPT stopped, as itself
     assert word == "interrupted"
-    assert where.startswith("<module>/minimize/minimize_ipopt"), where
+    assert where.startswith("<module>/minimize/minimize_recorded/minimize_ipopt"), where
     assert float(delay) < 10.0          # generous: the machine may be busy
 
 

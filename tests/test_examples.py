@@ -86,6 +86,19 @@ def test_rosenbrock_reaches_the_minimum_both_ways(capsys):
     assert "lbfgs     f = " in capsys.readouterr().out
 
 
+def test_multistart_dask_fits_the_oscillator_on_a_local_cluster(capsys):
+    pytest.importorskip("distributed")
+    pytest.importorskip("scipy")
+    example = load("multistart_dask")
+    fit, results = example.main(["--starts", "24"])
+    assert len(results) == 24
+    frequencies = [example.canonical(r.x)[2] for r in results]
+    assert sum(abs(f - 2.7) < 0.01 for f in frequencies) < 24   # not every start
+    assert fit == pytest.approx(list(example.TRUE.values()), abs=0.02)
+    out = capsys.readouterr().out
+    assert "100% Completed" in out and "24 starts in" in out
+
+
 def test_logistic_newton_reaches_the_hand_gradients_optimum(capsys):
     pytest.importorskip("scipy")
     example = load("logistic_newton")
