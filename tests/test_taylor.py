@@ -8,8 +8,10 @@ import random
 import numpy as np
 import pytest
 
+from pyautodiff import _core
 from pyautodiff.testing import fuzz_scalars, fuzz_second, hyperdual, taylor
 from pyautodiff.testing import taylor_api as T
+from pyautodiff.testing.rules import RULES, into_domain
 from pyautodiff.testing.taylor import Jet, NearKink
 
 X = 0.7
@@ -136,6 +138,39 @@ def test_a_constant_on_a_kink_is_no_choice():
     d = taylor.derivatives(lambda z: T.relu(z * np.array([1.0, 0.0]))
                            + np.maximum(z, z), x, np.array([1.0, 1.0]), 2)
     np.testing.assert_allclose(d[1], [2.0, 1.0])
+
+
+def test_every_elementwise_c_op_has_a_jet_rule_or_a_reason():
+    elementwise = {name.lower() for name, code in _core.OPS.items()
+                   if _core.lib.ad_op_kind(code) == _core.lib.AD_KIND_ELEMENTWISE}
+    rows, absent = set(taylor.RULES), set(taylor.ABSENT)
+    assert not rows & absent
+    assert rows | absent == elementwise
+    assert all(taylor.ABSENT.values())
+
+
+@pytest.mark.parametrize("name", sorted(taylor.RULES))
+def test_each_jet_rule_has_the_oracle_rows_first_and_second_partials(name):
+    """Every row of the jets' table against rules.py's row of the same op
+    (the calculus written out, no series), along each operand."""
+    rule = RULES[name]
+    if rule.arity == 1:
+        xs = [float(into_domain(rule, 0.37))]
+    else:
+        xs = [0.7, 1.3]
+    v = rule.value(*xs)
+    e = np.eye(rule.arity)
+
+    def f(z):
+        return taylor.apply(name, *(z[k] for k in range(rule.arity)))
+    for i in range(rule.arity):
+        d = taylor.derivatives(f, np.array(xs), e[i], 2)
+        want = [v, rule.d[i](*xs, v), rule.dd[0 if i == 0 else 2](*xs, v)]
+        np.testing.assert_allclose([d[0], d[1], d[2]], want, rtol=1e-13, atol=1e-15,
+                                   err_msg=name)
+    if rule.arity == 2:                                     # d2/dxdy, nested
+        np.testing.assert_allclose(taylor.mixed(f, np.array(xs), [e[0], e[1]]),
+                                   rule.dd[1](*xs, v), rtol=1e-13, atol=1e-15)
 
 
 def test_no_silent_numbers():

@@ -14,6 +14,13 @@ from the math (Cauchy products, the quotient recurrence, and for f(a) with
 f' = g: k f_k = sum_j j a_j g_{k-j}, g a known series or f's own), never
 from the tape's rules or from rules.py's table.
 
+The elementwise ops are one table, ``RULES``, a row per op named as the C
+op table and rules.py name it: its value on plain numbers (NumPy's
+function) and its rule on jets.  A jet's operators and methods and NumPy's
+ufuncs on jets all look ops up there, so a new op is its series and a row;
+``ABSENT`` gives the reason of each elementwise C op with no row (a test
+walks the C ops for both).
+
 Mixed partials nest jets: a coefficient may itself be a jet in another
 variable.  Each seed gets a fresh ``tag``, increasing, and a jet's
 coefficients only hold jets of smaller tags (or ndarrays).  An op on jets
@@ -33,8 +40,10 @@ and ``__array_function__``; a NumPy function with no rule here raises
 TypeError naming it, and there is no ``__float__`` or ``__bool__``.
 """
 import contextlib
+import functools
 import itertools
 import operator
+from typing import NamedTuple
 
 import numpy as np
 
@@ -117,36 +126,36 @@ class Jet:
         """A linear map applied to every coefficient (layout, sums)."""
         return Jet([fn(c, *args, **kwargs) for c in self.c], self.tag)
 
-    # -- operators --
+    # -- operators: the table's ops --
     def __add__(self, o):
-        return add(self, o)
+        return apply("add", self, o)
 
     def __radd__(self, o):
-        return add(o, self)
+        return apply("add", o, self)
 
     def __sub__(self, o):
-        return subtract(self, o)
+        return apply("sub", self, o)
 
     def __rsub__(self, o):
-        return subtract(o, self)
+        return apply("sub", o, self)
 
     def __mul__(self, o):
-        return multiply(self, o)
+        return apply("mul", self, o)
 
     def __rmul__(self, o):
-        return multiply(o, self)
+        return apply("mul", o, self)
 
     def __truediv__(self, o):
-        return divide(self, o)
+        return apply("div", self, o)
 
     def __rtruediv__(self, o):
-        return divide(o, self)
+        return apply("div", o, self)
 
     def __pow__(self, o):
-        return power(self, o)
+        return apply("pow", self, o)
 
     def __rpow__(self, o):
-        return power(o, self)
+        return apply("pow", o, self)
 
     def __matmul__(self, o):
         return matmul(self, o)
@@ -155,77 +164,24 @@ class Jet:
         return matmul(o, self)
 
     def __neg__(self):
-        return self._map(np.negative)
+        return apply("neg", self)
 
     def __pos__(self):
         return self
 
     def __abs__(self):
-        return absolute(self)
+        return apply("abs", self)
 
     def __getitem__(self, index):
         return self._map(lambda c: c[index])
 
     # -- methods, as Values and Arrays spell them --
-    def exp(self):
-        return exp(self)
-
-    def log(self):
-        return log(self)
-
-    def tanh(self):
-        return tanh(self)
-
-    def sin(self):
-        return sin(self)
-
-    def cos(self):
-        return cos(self)
-
-    def sqrt(self):
-        return sqrt(self)
-
-    def log1p(self):
-        return log1p(self)
-
-    def expm1(self):
-        return expm1(self)
-
-    def arctan(self):
-        return arctan(self)
-
-    def sigmoid(self):
-        return sigmoid(self)
-
-    def tan(self):
-        return tan(self)
-
-    def arcsin(self):
-        return arcsin(self)
-
-    def arccos(self):
-        return arccos(self)
-
-    def sinh(self):
-        return sinh(self)
-
-    def cosh(self):
-        return cosh(self)
-
-    def arcsinh(self):
-        return arcsinh(self)
-
-    def arccosh(self):
-        return arccosh(self)
-
-    def arctanh(self):
-        return arctanh(self)
-
-    def cbrt(self):
-        return cbrt(self)
-
-    def relu(self):
-        return relu(self)
+    def __getattr__(self, name):
+        """x.tanh(), x.exp() ...: the table's ops that have a method."""
+        op = _METHODS.get(name)
+        if op is None:
+            raise AttributeError(f"taylor.Jet has no attribute {name!r}")
+        return lambda: apply(op, self)
 
     def reshape(self, *shape):
         shape = shape[0] if len(shape) == 1 else shape
@@ -348,36 +304,8 @@ def _conv(a, b, k, product=operator.mul):
     return out
 
 
-def _binary(fn):
-    """An op of two operands: fn(a, b) on the coefficient lists of the
-    lifted jets; plain operands (no jet) go to NumPy."""
-    def op(x, y):
-        (x, y), tag = _lift(x, y)
-        if not tag:
-            return _NUMPY[op](x, y)
-        return Jet(fn(x.c, y.c), tag)
-    op.__name__ = fn.__name__.strip("_")
-    return op
-
-
-@_binary
-def add(a, b):
-    return [p + q for p, q in zip(a, b)]
-
-
-@_binary
-def subtract(a, b):
-    return [p - q for p, q in zip(a, b)]
-
-
-@_binary
-def multiply(a, b):
+def _product(a, b):
     return [_conv(a, b, k) for k in range(len(a))]
-
-
-@_binary
-def matmul(a, b):
-    return [_conv(a, b, k, np.matmul) for k in range(len(a))]
 
 
 def _quotient(a, b):
@@ -391,8 +319,9 @@ def _quotient(a, b):
     return q
 
 
-divide = _binary(_quotient)
-divide.__name__ = "divide"
+def _reciprocal(a):
+    """1 / a."""
+    return _quotient([1.0] + [0.0] * (len(a) - 1), a)
 
 
 def _integral(a, f0, g):
@@ -407,116 +336,6 @@ def _integral(a, f0, g):
     return f
 
 
-def _unary(name, series):
-    """An elementwise function: series(jet) for a jet, NumPy's for the rest."""
-    numpy_fn = getattr(np, name, None)
-
-    def fn(x):
-        if isinstance(x, Jet):
-            return Jet(series(x), x.tag)
-        return numpy_fn(x)
-    fn.__name__ = name
-    return fn
-
-
-def _exp_series(x):
-    return _integral(x.c, exp(x.c[0]), lambda m, f: f[m])
-
-
-def _expm1_series(x):
-    # expm1's derivative is exp: the series of exp(a), its first term
-    # taken from expm1 (exact where a_0 is tiny)
-    e = _exp_series(x)
-    return [expm1(x.c[0])] + e[1:]
-
-
-def _log_series(x):
-    g = _quotient([1.0] + [0.0] * x.order, x.c)          # 1 / a
-    return _integral(x.c, log(x.c[0]), lambda m, f: g[m])
-
-
-def _log1p_series(x):
-    g = _quotient([1.0] + [0.0] * x.order, [1.0 + x.c[0]] + list(x.c[1:]))
-    return _integral(x.c, log1p(x.c[0]), lambda m, f: g[m])
-
-
-def _arctan_series(x):
-    one_plus_sq = [(1.0 if k == 0 else 0.0) + _conv(x.c, x.c, k)
-                   for k in range(len(x.c))]
-    g = _quotient([1.0] + [0.0] * x.order, one_plus_sq)
-    return _integral(x.c, arctan(x.c[0]), lambda m, f: g[m])
-
-
-def _tanh_series(x):
-    # tanh' = 1 - tanh^2, a series in tanh's own coefficients so far
-    return _integral(x.c, tanh(x.c[0]),
-                     lambda m, f: (1.0 if m == 0 else 0.0) - _conv(f, f, m))
-
-
-def _sigmoid_series(x):
-    # sigmoid' = s - s^2
-    return _integral(x.c, sigmoid(x.c[0]), lambda m, f: f[m] - _conv(f, f, m))
-
-
-def _sin_cos(x):
-    """sin and cos of x together: sin' = cos, cos' = -sin."""
-    s, c = [sin(x.c[0])], [cos(x.c[0])]
-    for k in range(1, len(x.c)):
-        ds = x.c[1] * c[k - 1]
-        dc = x.c[1] * s[k - 1]
-        for j in range(2, k + 1):
-            ds = ds + (j * x.c[j]) * c[k - j]
-            dc = dc + (j * x.c[j]) * s[k - j]
-        s.append(ds / k)
-        c.append(-dc / k)
-    return s, c
-
-
-def _sinh_cosh(x):
-    """sinh and cosh of x together: sinh' = cosh, cosh' = sinh."""
-    s, c = [np.sinh(x.c[0])], [np.cosh(x.c[0])]
-    for k in range(1, len(x.c)):
-        ds = x.c[1] * c[k - 1]
-        dc = x.c[1] * s[k - 1]
-        for j in range(2, k + 1):
-            ds = ds + (j * x.c[j]) * c[k - j]
-            dc = dc + (j * x.c[j]) * s[k - j]
-        s.append(ds / k)
-        c.append(dc / k)
-    return s, c
-
-
-def _tan_series(x):
-    # tan' = 1 + tan^2
-    return _integral(x.c, np.tan(x.c[0]),
-                     lambda m, f: (1.0 if m == 0 else 0.0) + _conv(f, f, m))
-
-
-def _inverse_series(f0, sign, shift, r):
-    """f(a) with f' = sign * (shift + sign_sq * a^2) ** r: the inverse
-    trigonometric and hyperbolic functions (shift, the sign of a^2 and r
-    as given), the derivative's series by the power recurrence."""
-    def series(x):
-        sq_sign, const = shift
-        inner = [(const if k == 0 else 0.0) + sq_sign * _conv(x.c, x.c, k)
-                 for k in range(len(x.c))]
-        g = _power_series(inner, r)
-        return _integral(x.c, f0(x.c[0]), lambda m, f: sign * g[m])
-    return series
-
-
-def _cbrt_series(x):
-    # a^(1/3) by the power recurrence, its first term cbrt's (real for a < 0)
-    p = [np.cbrt(x.c[0])]
-    a = x.c
-    for k in range(1, len(a)):
-        s = ((1.0 / 3.0 + 1.0) - k) * a[1] * p[k - 1]
-        for j in range(2, k + 1):
-            s = s + ((1.0 / 3.0 + 1.0) * j - k) * a[j] * p[k - j]
-        p.append(s / (k * a[0]))
-    return p
-
-
 def _power_series(a, r):
     """a ** r for a constant r (a number, ndarray or jet of a smaller
     tag): p_0 = a_0^r, k a_0 p_k = sum_{j=1..k} ((r+1) j - k) a_j p_{k-j}.
@@ -527,7 +346,7 @@ def _power_series(a, r):
         for _ in range(int(r)):
             p = [_conv(p, a, k) for k in range(len(a))]
         return p
-    p = [power(a[0], r)]
+    p = [np.power(a[0], r)]
     for k in range(1, len(a)):
         s = ((r + 1.0) * 1 - k) * a[1] * p[k - 1]
         for j in range(2, k + 1):
@@ -536,44 +355,142 @@ def _power_series(a, r):
     return p
 
 
-def power(x, y):
+# -- the series of the elementwise functions: a's coefficients in, f(a)'s out ---------
+# (a coefficient may be a jet of an outer variable: np.exp and the like reach
+# the table through NumPy's protocols)
+
+def _exp(a):
+    return _integral(a, np.exp(a[0]), lambda m, f: f[m])
+
+
+def _expm1(a):
+    # expm1's derivative is exp: the series of exp(a), its first term
+    # taken from expm1 (exact where a_0 is tiny)
+    return [np.expm1(a[0])] + _exp(a)[1:]
+
+
+def _log(a):
+    g = _reciprocal(a)
+    return _integral(a, np.log(a[0]), lambda m, f: g[m])
+
+
+def _log1p(a):
+    g = _reciprocal([1.0 + a[0]] + list(a[1:]))
+    return _integral(a, np.log1p(a[0]), lambda m, f: g[m])
+
+
+def _arctan(a):
+    g = _reciprocal([(1.0 if k == 0 else 0.0) + _conv(a, a, k) for k in range(len(a))])
+    return _integral(a, np.arctan(a[0]), lambda m, f: g[m])
+
+
+def _tanh(a):
+    # tanh' = 1 - tanh^2, a series in tanh's own coefficients so far
+    return _integral(a, np.tanh(a[0]),
+                     lambda m, f: (1.0 if m == 0 else 0.0) - _conv(f, f, m))
+
+
+def _sigmoid(a):
+    # sigmoid' = s - s^2
+    return _integral(a, sigmoid(a[0]), lambda m, f: f[m] - _conv(f, f, m))
+
+
+def _tan(a):
+    # tan' = 1 + tan^2
+    return _integral(a, np.tan(a[0]),
+                     lambda m, f: (1.0 if m == 0 else 0.0) + _conv(f, f, m))
+
+
+def _pair(f0, g0, sign):
+    """f(a) and g(a) together where f' = g and g' = sign * f: sin and cos
+    (sign -1), sinh and cosh (sign 1)."""
+    def series(a):
+        f, g = [f0(a[0])], [g0(a[0])]
+        for k in range(1, len(a)):
+            df = a[1] * g[k - 1]
+            dg = a[1] * f[k - 1]
+            for j in range(2, k + 1):
+                df = df + (j * a[j]) * g[k - j]
+                dg = dg + (j * a[j]) * f[k - j]
+            f.append(df / k)
+            g.append(dg / k if sign > 0 else -dg / k)
+        return f, g
+    return series
+
+
+_sin_cos = _pair(np.sin, np.cos, -1.0)
+_sinh_cosh = _pair(np.sinh, np.cosh, 1.0)
+
+
+def _inverse(f0, sign, shift, r):
+    """f(a) with f' = sign * (const + sq_sign * a^2) ** r, shift being
+    (sq_sign, const): the inverse trigonometric and hyperbolic functions,
+    the derivative's series by the power recurrence."""
+    def series(a):
+        sq_sign, const = shift
+        inner = [(const if k == 0 else 0.0) + sq_sign * _conv(a, a, k)
+                 for k in range(len(a))]
+        g = _power_series(inner, r)
+        return _integral(a, f0(a[0]), lambda m, f: sign * g[m])
+    return series
+
+
+def _cbrt(a):
+    # a^(1/3) by the power recurrence, its first term cbrt's (real for a < 0)
+    p = [np.cbrt(a[0])]
+    for k in range(1, len(a)):
+        s = ((1.0 / 3.0 + 1.0) - k) * a[1] * p[k - 1]
+        for j in range(2, k + 1):
+            s = s + ((1.0 / 3.0 + 1.0) * j - k) * a[j] * p[k - j]
+        p.append(s / (k * a[0]))
+    return p
+
+
+# -- the rules that are not one series of one operand ---------------------------------
+
+def _series(series):
+    """The rule of a function of one jet: its series of the coefficients."""
+    def rule(x):
+        return Jet(series(x.c), x.tag)
+    return rule
+
+
+def _lifted(series):
+    """The rule of an op of two operands: its series of the coefficients of
+    both, lifted to one variable (the other a constant in it)."""
+    def rule(x, y):
+        (x, y), tag = _lift(x, y)
+        return Jet(series(x.c, y.c), tag)
+    return rule
+
+
+def _power(x, y):
     """x ** y: a constant exponent (plain, or a jet of a smaller tag than
     x's) by the power recurrence, a variable one as exp(y log x)."""
-    if not isinstance(x, Jet) and not isinstance(y, Jet):
-        return np.power(x, y)
     if _tag(y) < _tag(x):
         return Jet(_power_series(x.c, y), x.tag)
-    return exp(multiply(y, log(x)))
+    return np.exp(y * np.log(x))
 
 
-exp = _unary("exp", _exp_series)
-expm1 = _unary("expm1", _expm1_series)
-log = _unary("log", _log_series)
-log1p = _unary("log1p", _log1p_series)
-arctan = _unary("arctan", _arctan_series)
-tanh = _unary("tanh", _tanh_series)
-sin = _unary("sin", lambda x: _sin_cos(x)[0])
-cos = _unary("cos", lambda x: _sin_cos(x)[1])
-sqrt = _unary("sqrt", lambda x: _power_series(x.c, 0.5))
-tan = _unary("tan", _tan_series)
-sinh = _unary("sinh", lambda x: _sinh_cosh(x)[0])
-cosh = _unary("cosh", lambda x: _sinh_cosh(x)[1])
-# (shift: the sign of a^2 and the constant under the power)
-arcsin = _unary("arcsin", _inverse_series(np.arcsin, 1.0, (-1.0, 1.0), -0.5))
-arccos = _unary("arccos", _inverse_series(np.arccos, -1.0, (-1.0, 1.0), -0.5))
-arcsinh = _unary("arcsinh", _inverse_series(np.arcsinh, 1.0, (1.0, 1.0), -0.5))
-arccosh = _unary("arccosh", _inverse_series(np.arccosh, 1.0, (1.0, -1.0), -0.5))
-arctanh = _unary("arctanh", _inverse_series(np.arctanh, 1.0, (-1.0, 1.0), -1.0))
-cbrt = _unary("cbrt", _cbrt_series)
+def _arctan2(x, y):
+    """The angle of the point (y, x) (NumPy's order): its derivative in t is
+    h = (y x' - x y') / (x^2 + y^2), so f_0 = arctan2(x_0, y_0) and
+    f_k = h_{k-1} / k."""
+    (x, y), tag = _lift(x, y)
+    a, b, order = x.c, y.c, x.order
+    da = [(k + 1) * a[k + 1] for k in range(order)]
+    db = [(k + 1) * b[k + 1] for k in range(order)]
+    num = [_conv(b, da, k) - _conv(a, db, k) for k in range(order)]
+    den = [_conv(a, a, k) + _conv(b, b, k) for k in range(order)]
+    h = _quotient(num, den) if order else []
+    return Jet([np.arctan2(a[0], b[0])] + [h[k - 1] / k for k in range(1, order + 1)], tag)
 
 
-def sigmoid(x):
-    """1 / (1 + exp(-x)), for plain numbers computed without overflow."""
-    if isinstance(x, Jet):
-        return Jet(_sigmoid_series(x), x.tag)
-    x = np.asarray(x, dtype=np.float64)
-    e = np.exp(-np.abs(x))
-    return np.where(x >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
+def _logaddexp(x, y):
+    """log(e^x + e^y), the larger constant term m taken out: m + log(e^(x-m)
+    + e^(y-m)), so that nothing overflows."""
+    m = np.maximum(base(x), base(y))
+    return m + np.log(np.exp(x - m) + np.exp(y - m))
 
 
 # -- the ops with kinks -------------------------------------------------------------
@@ -606,71 +523,129 @@ def _masked(x, mask):
     return Jet([mask * c for c in x.c], x.tag)
 
 
-def relu(x):
-    if not isinstance(x, Jet):
-        return np.maximum(x, 0.0)
-    v = base(x)
-    _refuse_near(v, np.abs(v), "relu", _spread(x))
-    return _masked(x, (v > 0) * 1.0)
+def _sign_rule(name, sign):
+    """relu and abs: x times sign(x_0), a constant, off the kink at 0."""
+    def rule(x):
+        v = base(x)
+        _refuse_near(v, np.abs(v), name, _spread(x))
+        return _masked(x, sign(v))
+    return rule
 
 
-def hypot(x, y):
-    """sqrt(x^2 + y^2)."""
-    if not (isinstance(x, Jet) or isinstance(y, Jet)):
-        return np.hypot(x, y)
-    return sqrt(add(multiply(x, x), multiply(y, y)))
-
-
-def logaddexp(x, y):
-    """log(e^x + e^y), the larger constant term m taken out: m + log(e^(x-m)
-    + e^(y-m)), so that nothing overflows."""
-    if not (isinstance(x, Jet) or isinstance(y, Jet)):
-        return np.logaddexp(x, y)
-    m = np.maximum(base(x), base(y))
-    return add(m, log(add(exp(subtract(x, m)), exp(subtract(y, m)))))
-
-
-def arctan2(x, y):
-    """The angle of the point (y, x) (NumPy's order): its derivative in t is
-    h = (y x' - x y') / (x^2 + y^2), so f_0 = arctan2(x_0, y_0) and
-    f_k = h_{k-1} / k."""
-    (x, y), tag = _lift(x, y)
-    if not tag:
-        return np.arctan2(x, y)
-    a, b, order = x.c, y.c, x.order
-    da = [(k + 1) * a[k + 1] for k in range(order)]
-    db = [(k + 1) * b[k + 1] for k in range(order)]
-    num = [_conv(b, da, k) - _conv(a, db, k) for k in range(order)]
-    den = [_conv(a, a, k) + _conv(b, b, k) for k in range(order)]
-    h = _quotient(num, den) if order else []
-    return Jet([arctan2(a[0], b[0])] + [h[k - 1] / k for k in range(1, order + 1)], tag)
-
-
-def absolute(x):
-    if not isinstance(x, Jet):
-        return np.abs(x)
-    v = base(x)
-    _refuse_near(v, np.abs(v), "abs", _spread(x))
-    return _masked(x, np.sign(v))
-
-
-def _choice(pick_x):
-    def fn(x, y):
+def _choice(pick_x, name):
+    """maximum and minimum: the series of the operand picked by its value."""
+    def rule(x, y):
         (x, y), tag = _lift(x, y)
-        if not tag:
-            return (np.maximum if pick_x is np.greater else np.minimum)(x, y)
         a, b = base(x), base(y)
-        _refuse_near(a - b, np.maximum(np.abs(a), np.abs(b)), fn.__name__,
-                     _spread(subtract(x, y)))
+        _refuse_near(a - b, np.maximum(np.abs(a), np.abs(b)), name, _spread(x - y))
         m = pick_x(a, b) * 1.0
-        return add(_masked(x, m), _masked(y, 1.0 - m))
-    fn.__name__ = "maximum" if pick_x is np.greater else "minimum"
-    return fn
+        return _masked(x, m) + _masked(y, 1.0 - m)
+    return rule
 
 
-maximum = _choice(np.greater)
-minimum = _choice(np.less)
+def _plain_sigmoid(x):
+    """1 / (1 + exp(-x)) of plain numbers, computed without overflow."""
+    x = np.asarray(x, dtype=np.float64)
+    e = np.exp(-np.abs(x))
+    return np.where(x >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
 
+
+# -- the table: one row per elementwise op ------------------------------------------
+
+class Rule(NamedTuple):
+    """An elementwise op on jets: ``plain``, its value on numbers and
+    ndarrays (NumPy's function, which is then the ufunc a jet answers
+    to); ``jet``, the result from operands of which one at least is a jet;
+    ``method``, the method name jets have for it (as Values and Arrays
+    spell it), if any."""
+    plain: object
+    jet: object
+    method: str = None
+
+
+# The elementwise ops of the C op table (csrc/rules.h, pyautodiff/ops.py),
+# by their names there (lowercase, as rules.py's rows): a new one is a row
+# here, with its series written from the math above.
+RULES = {
+    "add": Rule(np.add, _lifted(lambda a, b: [p + q for p, q in zip(a, b)])),
+    "sub": Rule(np.subtract, _lifted(lambda a, b: [p - q for p, q in zip(a, b)])),
+    "mul": Rule(np.multiply, _lifted(_product)),
+    "div": Rule(np.divide, _lifted(_quotient)),
+    "pow": Rule(np.power, _power),
+    "neg": Rule(np.negative, lambda x: x._map(np.negative)),
+    "abs": Rule(np.absolute, _sign_rule("abs", np.sign)),
+    "relu": Rule(lambda x: np.maximum(x, 0.0), _sign_rule("relu", lambda v: (v > 0) * 1.0),
+                 "relu"),
+    "tanh": Rule(np.tanh, _series(_tanh), "tanh"),
+    "exp": Rule(np.exp, _series(_exp), "exp"),
+    "log": Rule(np.log, _series(_log), "log"),
+    "sigmoid": Rule(_plain_sigmoid, _series(_sigmoid), "sigmoid"),
+    "sin": Rule(np.sin, _series(lambda a: _sin_cos(a)[0]), "sin"),
+    "cos": Rule(np.cos, _series(lambda a: _sin_cos(a)[1]), "cos"),
+    "sqrt": Rule(np.sqrt, _series(lambda a: _power_series(a, 0.5)), "sqrt"),
+    "maximum": Rule(np.maximum, _choice(np.greater, "maximum")),
+    "minimum": Rule(np.minimum, _choice(np.less, "minimum")),
+    "square": Rule(np.square, lambda x: x * x),
+    "log1p": Rule(np.log1p, _series(_log1p), "log1p"),
+    "expm1": Rule(np.expm1, _series(_expm1), "expm1"),
+    "arctan": Rule(np.arctan, _series(_arctan), "arctan"),
+    "tan": Rule(np.tan, _series(_tan), "tan"),
+    # (shift: the sign of a^2 and the constant under the power)
+    "arcsin": Rule(np.arcsin, _series(_inverse(np.arcsin, 1.0, (-1.0, 1.0), -0.5)), "arcsin"),
+    "arccos": Rule(np.arccos, _series(_inverse(np.arccos, -1.0, (-1.0, 1.0), -0.5)), "arccos"),
+    "sinh": Rule(np.sinh, _series(lambda a: _sinh_cosh(a)[0]), "sinh"),
+    "cosh": Rule(np.cosh, _series(lambda a: _sinh_cosh(a)[1]), "cosh"),
+    "arcsinh": Rule(np.arcsinh, _series(_inverse(np.arcsinh, 1.0, (1.0, 1.0), -0.5)), "arcsinh"),
+    "arccosh": Rule(np.arccosh, _series(_inverse(np.arccosh, 1.0, (1.0, -1.0), -0.5)), "arccosh"),
+    "arctanh": Rule(np.arctanh, _series(_inverse(np.arctanh, 1.0, (-1.0, 1.0), -1.0)), "arctanh"),
+    "cbrt": Rule(np.cbrt, _series(_cbrt), "cbrt"),
+    "arctan2": Rule(np.arctan2, _arctan2),
+    "hypot": Rule(np.hypot, lambda x, y: np.sqrt(x * x + y * y)),
+    "logaddexp": Rule(np.logaddexp, _logaddexp),
+}
+
+# The elementwise C ops with no row, and why.
+ABSENT = {
+    **{name: f"{of} with a number, which a jet lifts to a constant series"
+       for name, of in [("addc", "add"), ("mulc", "mul"), ("divc", "div"),
+                        ("rsubc", "sub"), ("rdivc", "div"), ("powc", "pow"),
+                        ("rpowc", "pow")]},
+    "select": "ad.where's choice by a comparison's mask: a jet has no truth "
+              "value, and np.where no rule here",
+    "times": "the product of an adjoint and a partial that nested derivatives "
+             "record (derivatives.py), never a program's: a jet's product is mul",
+}
+
+
+def apply(name, *operands):
+    """The table's op `name` of the operands: its jet rule where one is a
+    jet, its plain value otherwise."""
+    rule = RULES[name]
+    if any(isinstance(x, Jet) for x in operands):
+        return rule.jet(*operands)
+    return rule.plain(*operands)
+
+
+def sigmoid(x):
+    """ad.sigmoid's stand-in."""
+    return apply("sigmoid", x)
+
+
+def relu(x):
+    """ad.relu's stand-in."""
+    return apply("relu", x)
+
+
+def matmul(x, y):
+    """x @ y: the product of two series, with np.matmul for the product of
+    two coefficients."""
+    if not (isinstance(x, Jet) or isinstance(y, Jet)):
+        return np.matmul(x, y)
+    (x, y), tag = _lift(x, y)
+    return Jet([_conv(x.c, y.c, k, np.matmul) for k in range(len(x.c))], tag)
+
+
+# -- reductions --------------------------------------------------------------------
 
 def _extreme(x, axis, keepdims, which):
     """max or min over axis: the winner's series (ties share it evenly,
@@ -682,7 +657,7 @@ def _extreme(x, axis, keepdims, which):
     ties = np.sum(win, axis=axis, keepdims=True)
     winner = _masked(x, win / ties).sum(axis=axis, keepdims=True)
     _refuse_near(v - best, np.abs(best), f"numpy.{which.__name__}",
-                 _spread(subtract(x, winner)))
+                 _spread(x - winner))
     return winner if keepdims else _masked(x, win / ties).sum(axis=axis)
 
 
@@ -702,8 +677,8 @@ def _reduction(which):
 def logsumexp(a, axis=None, keepdims=False):
     """log(sum(exp(a))) over axis, shifted by the (constant) max."""
     shift = np.max(base(a), axis=axis, keepdims=True)
-    s = _reduction(np.sum)(exp(subtract(a, shift)), axis=axis, keepdims=keepdims)
-    return add(log(s), np.max(base(a), axis=axis, keepdims=keepdims))
+    s = _reduction(np.sum)(np.exp(a - shift), axis=axis, keepdims=keepdims)
+    return np.log(s) + np.max(base(a), axis=axis, keepdims=keepdims)
 
 
 # -- layout: the same linear map on every coefficient --------------------------------
@@ -722,21 +697,13 @@ def _layout(fn):
     return op
 
 
-_NUMPY = {add: np.add, subtract: np.subtract, multiply: np.multiply,
-          divide: np.divide, matmul: np.matmul}
+# NumPy's ufuncs on jets: the table's, by their plain value, and two more
+_UFUNCS = {rule.plain: functools.partial(apply, name)
+           for name, rule in RULES.items() if isinstance(rule.plain, np.ufunc)}
+_UFUNCS.update({np.positive: lambda x: x, np.matmul: matmul})
 
-_UFUNCS = {np.add: add, np.subtract: subtract, np.multiply: multiply,
-           np.divide: divide, np.power: power, np.matmul: matmul,
-           np.negative: lambda x: -x if isinstance(x, Jet) else np.negative(x),
-           np.positive: lambda x: x,
-           np.absolute: absolute, np.maximum: maximum, np.minimum: minimum,
-           np.square: lambda x: multiply(x, x),
-           np.exp: exp, np.expm1: expm1, np.log: log, np.log1p: log1p,
-           np.tanh: tanh, np.sin: sin, np.cos: cos, np.sqrt: sqrt,
-           np.arctan: arctan, np.tan: tan, np.sinh: sinh, np.cosh: cosh,
-           np.arcsin: arcsin, np.arccos: arccos, np.arcsinh: arcsinh,
-           np.arccosh: arccosh, np.arctanh: arctanh, np.cbrt: cbrt,
-           np.arctan2: arctan2, np.hypot: hypot, np.logaddexp: logaddexp}
+# the methods of the table's ops
+_METHODS = {rule.method: name for name, rule in RULES.items() if rule.method}
 
 _FUNCTIONS = {np.sum: _reduction(np.sum), np.mean: _reduction(np.mean),
               np.max: _reduction(np.max), np.min: _reduction(np.min),
