@@ -87,7 +87,8 @@ def workload():
     A = np.arange(12.0).reshape(3, 4) / 10.0
 
     def g(v):
-        return np.sum(np.tanh(A @ v.reshape(4, 1)) ** 2) + np.sum(np.sin(v[1:] * v[:-1]))
+        return np.sum(np.tanh(A @ v.reshape(4, 1)) ** 2) + np.sum(np.sin(v[1:] * v[:-1])) \
+            + np.sum(np.prod(v.reshape(2, 2) + 1.0, axis=0))
 
     x0, v = np.linspace(-0.5, 0.5, 4), np.ones(4)
     G = ad.record(g, x0)

@@ -191,6 +191,20 @@ AD_SIMD_CLONES static int forward_lse(ad_tape *t, int64_t i)
     return AD_OK;
 }
 
+/* PROD: the elements of each group multiplied in C order, one after the
+ * other, as NumPy's multiply.reduce does */
+AD_SIMD_CLONES static int forward_prod(ad_tape *t, int64_t i)
+{
+    VIEWS;
+    const int64_t size = t->blk[t->aux[i]].size;
+    for (int64_t k = 0; k < size; ++k)
+        o.val[k] = 1.0;                 /* what an empty reduction gives */
+    ad_iter it;
+    ad_iter_init(&it, a.ndim, a.shape, &o, &a, 0);
+    AD_ITERATE(&it, o.val[ko] *= a.val[ka]);
+    return AD_OK;
+}
+
 AD_SIMD_CLONES static int forward_reshape(ad_tape *t, int64_t i)
 {
     VIEWS;
@@ -250,6 +264,7 @@ AD_HOT_INLINE int forward_step(ad_tape *t, int64_t i, const int array)
      * scalar's log(exp(x)) is x: its shift is x, or 0 when not finite */
     case AD_MAX: case AD_MIN: ARRAY(forward_extreme) v[i] = x; break;
     case AD_LSE:     ARRAY(forward_lse) v[i] = x; break;
+    case AD_PROD:    ARRAY(forward_prod) v[i] = x; break;
     case AD_RESHAPE: ARRAY(forward_reshape) v[i] = x; break;
     case AD_GATHER:  ARRAY(forward_gather) v[i] = x; break;
     case AD_SCATTER: ARRAY(forward_scatter) v[i] = x; break;

@@ -312,6 +312,21 @@ static inline int ad_iter_rows(ad_iter *it, int64_t *n)
     return 1;
 }
 
+/* A reduction's iteration it visits the operand's elements in C order, ka
+ * from 0 up, each with its output element ko.  The element visited at
+ * step k from the end is then (*last_o - ko, *last_a - ka) of the one
+ * visited at step k: the same elements, each group's too, in reverse
+ * order (PROD's products of the elements after each one).               */
+static inline void ad_iter_last(const ad_iter *it, int64_t *last_o,
+                                int64_t *last_a)
+{
+    *last_o = *last_a = 0;
+    for (int d = 0; d < it->nd; ++d) {
+        *last_o += it->so[d] * (it->shape[d] - 1);
+        *last_a += it->sa[d] * (it->shape[d] - 1);
+    }
+}
+
 /* The iteration of a strided GATHER (its block bk): over the output's
  * shape, ko into the output and ka (before the offset) into the operand. */
 void ad_iter_gather(ad_iter *it, const ad_block *bk);

@@ -140,7 +140,7 @@ static int forward_lanes(const ad_tape *t, const ad_lanes *lp, const double *x,
             for (int l = 0; l < L; ++l)
                 o[l] = va[l] / c;                   /* (a sum of one) */
             break;
-        case AD_MAX: case AD_MIN: case AD_LSE: case AD_RESHAPE:
+        case AD_MAX: case AD_MIN: case AD_LSE: case AD_PROD: case AD_RESHAPE:
         case AD_GATHER: case AD_SCATTER:
             for (int l = 0; l < L; ++l)             /* of one number */
                 o[l] = va[l];
@@ -193,7 +193,8 @@ static int reverse_lanes(const ad_tape *t, const ad_lanes *lp, const double *val
                 if (g[l] != 0.0)
                     ga[l] += ad_lse_weight(va[l], vi[l]) * g[l];
             break;
-        case AD_MAX: case AD_MIN: case AD_RESHAPE: case AD_GATHER: case AD_SCATTER:
+        case AD_MAX: case AD_MIN: case AD_PROD: case AD_RESHAPE: case AD_GATHER:
+        case AD_SCATTER:
             for (int l = 0; l < L; ++l)
                 if (g[l] != 0.0)
                     ga[l] += g[l];

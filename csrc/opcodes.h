@@ -68,6 +68,7 @@ enum ad_op {
     AD_RINT,     /* 58 rint     x    v = rint(x)                             */
     AD_SIGN,     /* 59 sign     x    v = x > 0.0 ? 1.0 : x < 0.0 ? -1.0 : x == 0.0 ? 0.0 : x */
     AD_STOP,     /* 60 stop     x    v = x                                   */
+    AD_PROD,     /* 61 prod     x    v = prod(x)                             */
     AD_NUM_OPS
 };
 

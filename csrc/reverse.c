@@ -172,6 +172,45 @@ AD_SIMD_CLONES static int reverse_lse(ad_tape *t, double *g, int64_t i)
     return AD_OK;
 }
 
+/* PROD: g times the product of the other elements of the group, into each
+ * operand element once.  That product is the one of the elements before
+ * it (a first pass keeps it per element) times the one of those after it
+ * (a second pass, in reverse order): exact where elements are zero, which
+ * the product divided by the element is not. */
+AD_SIMD_CLONES static int reverse_prod(ad_tape *t, double *g, int64_t i)
+{
+    VIEWS;
+    const int64_t size = t->blk[t->aux[i]].size;
+    ad_iter it;
+    ad_iter_init(&it, a.ndim, a.shape, &o, &a, 0);
+    if (it.size == 0)
+        return AD_OK;
+    double *run = malloc((size_t)size * sizeof *run);
+    double *before = malloc((size_t)it.size * sizeof *before);
+    if (!run || !before) {
+        free(run);
+        free(before);
+        return ad_fail(t, AD_ENOMEM, i, "out of memory in prod");
+    }
+    const int za = CLAIM(t->a[i], 1);
+    for (int64_t k = 0; k < size; ++k)
+        run[k] = 1.0;
+    AD_ITERATE(&it, { before[ka] = run[ko]; run[ko] *= a.val[ka]; });
+    for (int64_t k = 0; k < size; ++k)
+        run[k] = 1.0;
+    int64_t lo, la;
+    ad_iter_last(&it, &lo, &la);
+    AD_ITERATE(&it, {
+        const int64_t ro = lo - ko, ra = la - ka;
+        a.adj[ra] = (za ? 0.0 : a.adj[ra])
+                    + ad_azmul(before[ra] * run[ro], o.adj[ro]);
+        run[ro] *= a.val[ra];
+    });
+    free(run);
+    free(before);
+    return AD_OK;
+}
+
 AD_SIMD_CLONES static int reverse_reshape(ad_tape *t, double *g, int64_t i)
 {
     VIEWS;
@@ -267,6 +306,7 @@ AD_HOT_INLINE int reverse_step(ad_tape *t, double *adj, int64_t i, int check,
         ARRAY(reverse_lse)
         adj[a] += ad_lse_weight(x, v) * g;
         break;
+    case AD_PROD:    ARRAY(reverse_prod) adj[a] += g; break;     /* of one */
     case AD_RESHAPE: ARRAY(reverse_reshape) adj[a] += g; break;
     case AD_GATHER:  ARRAY(reverse_gather) adj[a] += g; break;
     case AD_SCATTER: ARRAY(reverse_scatter) adj[a] += g; break;

@@ -227,6 +227,10 @@
     /* ad.stop_gradient: the value, and no derivative */                     \
     EW(AD_STOP,    "stop",    1, COMPARE,     FLOAT,        x,               \
        0.0, 0.0,                              0.0, 0.0, 0.0)                 \
+    /* a reduction as SUM's; d v / d x is the product of the other elements  \
+     * of x's group, those before x times those after it: exact where some   \
+     * are zero.  Of one element: v = x */                                   \
+    OP(AD_PROD,    "prod",    1, REDUCE,      FLOAT) /* v = prod(x) */       \
     /* a new op goes here, after the others: saved recordings hold their     \
      * codes */
 

@@ -132,6 +132,63 @@ AD_SIMD_CLONES static int second_lse(ad_tape *t, int64_t i)
     return AD_OK;
 }
 
+/* PROD: ga += r g and dga += r dg + dr g, r the product of the other
+ * elements of the group and dr its tangent along the direction.  r is the
+ * reverse sweep's, the product of the elements before the element times
+ * the one of those after it, each carried with its tangent as a dual
+ * number, (p, dp) (x, dx) = (p x, dp x + p dx): exact where elements are
+ * zero.  A first pass keeps each element's (p, dp) before it, a second, in
+ * reverse order, multiplies in the (s, ds) after it. */
+AD_SIMD_CLONES static int second_prod(ad_tape *t, int64_t i)
+{
+    VIEWS;
+    const int first = t->lane == 0;
+    ad_iter it;
+    ad_iter_init(&it, a.ndim, a.shape, &o, &a, 0);
+    if (it.size == 0)
+        return AD_OK;
+    double *run = malloc(2 * (size_t)bk->size * sizeof *run);
+    double *before = malloc(2 * (size_t)it.size * sizeof *before);
+    if (!run || !before) {
+        free(run);
+        free(before);
+        return ad_fail(t, AD_ENOMEM, i, "out of memory in prod");
+    }
+    double *const drun = run + bk->size, *const dbefore = before + it.size;
+    for (int64_t k = 0; k < bk->size; ++k) {
+        run[k] = 1.0;
+        drun[k] = 0.0;
+    }
+    AD_ITERATE(&it, {
+        const double x = a.val[ka], p = run[ko], dp = drun[ko];
+        before[ka] = p;
+        dbefore[ka] = dp;
+        run[ko] = p * x;
+        drun[ko] = ad_pzmul(x, dp) + ad_pzmul(p, a.tan[ka]);
+    });
+    for (int64_t k = 0; k < bk->size; ++k) {
+        run[k] = 1.0;
+        drun[k] = 0.0;
+    }
+    int64_t lo, la;
+    ad_iter_last(&it, &lo, &la);
+    AD_ITERATE(&it, {
+        const int64_t ro = lo - ko, ra = la - ka;
+        const double x = a.val[ra], s = run[ro], ds = drun[ro];
+        const double r = before[ra] * s;
+        const double dr = ad_pzmul(s, dbefore[ra]) + ad_pzmul(before[ra], ds);
+        const double g = o.adj[ro];
+        if (first)
+            a.adj[ra] += ad_azmul(r, g);
+        a.dadj[ra] += ad_pzmul(r, o.dadj[ro]) + ad_azmul(dr, g);
+        run[ro] = s * x;
+        drun[ro] = ad_pzmul(x, ds) + ad_pzmul(s, a.tan[ra]);
+    });
+    free(run);
+    free(before);
+    return AD_OK;
+}
+
 /* The rest are linear: adjoints and their tangents go the same way.  A
  * sum whose operand ends in contiguous rows, each into one output element,
  * goes a row at a time: its share g / c divided once, added in a loop
@@ -273,6 +330,10 @@ AD_HOT_INLINE int second_step(ad_tape *t, int64_t i, const int array,
         dadj[a] += ad_pzmul(w, dg) + ad_azmul(ad_pzmul(w, dx - tan[i]), g);
         break;
     }
+    case AD_PROD:                                       /* of one */
+        EACH(second_prod)
+        GA(a) += g; dadj[a] += dg;
+        break;
     case AD_RESHAPE: EACH(second_reshape) GA(a) += g; dadj[a] += dg; break;
     case AD_GATHER:  EACH(second_gather) GA(a) += g; dadj[a] += dg; break;
     case AD_SCATTER: EACH(second_scatter) GA(a) += g; dadj[a] += dg; break;

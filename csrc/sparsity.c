@@ -599,7 +599,7 @@ static int for_each_pair(sp_ctx *s, pair_fn fn)
         return AD_OK;
     }
     case AD_KIND_REDUCE:
-        if (op == AD_LSE)               /* every pair of its group */
+        if (op == AD_LSE || op == AD_PROD)  /* every pair of its group */
             for (int64_t k = 0; k < entry_size(t, i); ++k)
                 if (need[k])
                     fn(s, 2, k, 2, k);
@@ -640,8 +640,9 @@ static int own_pairs(const sp_ctx *s)
 {
     const int op = s->t->op[s->cur];
     const ad_extern_sparsity *x = extern_of(s);
-    return op == AD_LSE || (op == AD_EXTERN && !(x && (x->kind == AD_XSP_MATMUL
-                                                     || x->second == AD_XSP_LINEAR)));
+    return op == AD_LSE || op == AD_PROD
+           || (op == AD_EXTERN && !(x && (x->kind == AD_XSP_MATMUL
+                                          || x->second == AD_XSP_LINEAR)));
 }
 
 /* -- pass 1: what the result depends on ------------------------------------ */

@@ -114,6 +114,30 @@ AD_SIMD_CLONES static int tangent_lse(ad_tape *t, int64_t i)
     return AD_OK;
 }
 
+/* PROD: a product's tangent along its group, element after element as
+ * its value is multiplied, (p, dp) (x, dx) = (p x, dp x + p dx): no
+ * division, so exact where elements are zero */
+AD_SIMD_CLONES static int tangent_prod(ad_tape *t, int64_t i)
+{
+    VIEWS;
+    double *run = bk->size ? malloc((size_t)bk->size * sizeof *run) : 0;
+    if (bk->size && !run)
+        return ad_fail(t, AD_ENOMEM, i, "out of memory in prod");
+    for (int64_t k = 0; k < bk->size; ++k) {
+        run[k] = 1.0;
+        o.tan[k] = 0.0;
+    }
+    ad_iter it;
+    ad_iter_init(&it, a.ndim, a.shape, &o, &a, 0);
+    AD_ITERATE(&it, {
+        const double x = a.val[ka], p = run[ko];
+        o.tan[ko] = ad_pzmul(x, o.tan[ko]) + ad_pzmul(p, a.tan[ka]);
+        run[ko] = p * x;
+    });
+    free(run);
+    return AD_OK;
+}
+
 AD_SIMD_CLONES static int tangent_reshape(ad_tape *t, int64_t i)
 {
     VIEWS;
@@ -189,6 +213,7 @@ AD_HOT_INLINE int tangent_step(ad_tape *t, int64_t i, const int array,
         EACH(tangent_lse)
         tan[i] = ad_pzmul(ad_lse_weight(x, v), dx);
         break;
+    case AD_PROD:    EACH(tangent_prod) tan[i] = dx; break;      /* of one */
     case AD_RESHAPE: EACH(tangent_reshape) tan[i] = dx; break;
     case AD_GATHER:  EACH(tangent_gather) tan[i] = dx; break;
     case AD_SCATTER: EACH(tangent_scatter) tan[i] = dx; break;

@@ -29,6 +29,7 @@ from ._generated import derivative_rules, link
 from .array import (Array, _append, _binary_op, _constant, _detached as _detached_array,
                     _mapped, _new, _operand)
 from .broadcasting import unbroadcast
+from .reductions import others_product
 from .ops import ELEMENTWISE, OTHER_PARTIALS
 from .tape_state import NO_GRAD, recording_tape
 from .value import Traced, Value, _detached as _detached_value
@@ -188,7 +189,7 @@ def broadcast_to(z, shape):
 
 
 def reduce_like(op, z, out_shape, c):
-    """The reduction op of z (SUM, MAX, MIN, LSE) to out_shape: 1 for each
+    """The reduction op of z (SUM, MAX, MIN, LSE, PROD) to out_shape: 1 for each
     dimension reduced, or () for all of them, as the C core records it."""
     t = recording_tape()
     return _new(t, OPS[op], _operand(z, t)[0], -1, c, tuple(out_shape))
@@ -310,6 +311,10 @@ def _reduction_weights(e):
     # (the result has the operand's dimensions, the reduced ones as 1, or
     # none: either way it broadcasts back over the operand)
     x, v = e.operands[0], e.node
+    if e.op == OPS["PROD"]:
+        # each element's product of the others in its group (exact at zeros)
+        kept = e.shape()
+        return others_product(x, tuple(d for d in range(x.ndim) if not kept or kept[d] == 1))
     spread = broadcast_to(v, _shape(x))
     if e.op == OPS["LSE"]:
         return (x - spread).exp()
@@ -397,6 +402,7 @@ RULES = {
     "MAX": (_reduce_reverse, _reduce_tangent),
     "MIN": (_reduce_reverse, _reduce_tangent),
     "LSE": (_reduce_reverse, _reduce_tangent),
+    "PROD": (_reduce_reverse, _reduce_tangent),
     "RESHAPE": (_reshape_reverse, _reshape_tangent),
     "GATHER": _map_rules("GATHER", "SCATTER"),
     "SCATTER": _map_rules("SCATTER", "GATHER"),

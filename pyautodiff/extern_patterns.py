@@ -9,7 +9,6 @@ nonzeros.  Flat indices are C order, as the tape's.
                                              (numpy.linalg's batched ops;
                                              by_columns: a solve's columns,
                                              on_elements: a triangle read)
-    reduction(axes)                          a product along axes
     cumulative(axis)                         a cumulative sum along axis
     convolution(mode)                        scipy.signal's canonical convolution
                                              (through a constant operand's
@@ -104,19 +103,6 @@ def elementwise(out_shape, *shapes):
     """An elementwise op of broadcast operands: output element i on the
     element of each operand broadcast to i."""
     return blockwise(0, [0] * len(shapes))(out_shape, *shapes)
-
-
-def reduction(axes):
-    """sparsity(out_shape, shape) of a reduction along axes (a tuple of
-    non-negative axes, keepdims or not: the flat order is the same):
-    each output element on the elements of its group."""
-    def sparsity(out_shape, shape):
-        kept = tuple(1 if d in axes else n for d, n in enumerate(shape))
-        group = np.broadcast_to(np.arange(_size(kept), dtype=np.int64).reshape(kept),
-                                shape)
-        return [_from_rows(group, np.arange(_size(shape)),
-                           (_size(out_shape), _size(shape)))]
-    return sparsity
 
 
 def cumulative(axis):

@@ -200,6 +200,7 @@ OTHER_OPS = {
     # reductions over axes
     "SUM": "a reduction (sum, mean)", "MAX": "a reduction (max)",
     "MIN": "a reduction (min)", "LSE": "a reduction (logsumexp)",
+    "PROD": "a reduction (prod)",
     # the layout of an Array's elements
     "RESHAPE": "a layout change", "GATHER": "indexing, transposes",
     "SCATTER": "concatenation",

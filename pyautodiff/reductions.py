@@ -1,6 +1,6 @@
-"""Reductions of Arrays: sum, mean, max, min and log-sum-exp as one entry
-each (the C core's reductions), softmax composed from log-sum-exp; var from
-those, and prod and cumsum as extern entries (their rules in NumPy, here);
+"""Reductions of Arrays: sum, mean, max, min, log-sum-exp and prod as one
+entry each (the C core's reductions), softmax composed from log-sum-exp;
+var from those, and cumsum as an extern entry (its rules in NumPy, here);
 and the Array methods of each."""
 import math
 
@@ -10,7 +10,7 @@ from . import _core
 from .array import (Array, _asarray, _constant_result, _detached, _new, _operand,
                     normalize_axis_tuple)
 from .extern import ExternRule, record_extern
-from .extern_patterns import cumulative, reduction
+from .extern_patterns import cumulative
 from .tape_state import NO_GRAD, recording_tape
 
 OPS = _core.OPS
@@ -28,12 +28,12 @@ def numpy_logsumexp(x, axis=None, keepdims=False):
 
 
 REDUCERS = {"SUM": np.sum, "MEAN": np.mean, "MAX": np.max, "MIN": np.min,
-             "LSE": numpy_logsumexp}
+             "LSE": numpy_logsumexp, "PROD": np.prod}
 
 
 def reduce(self, axis, keepdims, mean=False, op="SUM"):
     """self (an Array) summed (SUM), averaged (mean), or reduced by op (MAX,
-    MIN, LSE) over axis, as NumPy's method of that name."""
+    MIN, LSE, PROD) over axis, as NumPy's method of that name."""
     name = "MEAN" if mean else op
     shape = self._d.shape
     if not shape:
@@ -124,28 +124,12 @@ def _tangent_of(tangents, x):
     return np.zeros(np.shape(x)) if tangents[0] is None else tangents[0]
 
 
-def _others_product(x, axes):
-    """For each element of x, the product of the other elements along axes:
-    the product of those before it times that of those after it, which is
-    exact where x holds zeros (dividing the whole product by x is not)."""
-    k = len(axes)
-    ends = list(range(x.ndim - k, x.ndim))
-    moved = np.moveaxis(x, axes, ends)
-    rows = moved.reshape(moved.shape[:x.ndim - k] + (-1,))
-    if rows.shape[-1] == 0:
-        return np.zeros(x.shape)
-    ones = np.ones(rows.shape[:-1] + (1,))
-    before = np.cumprod(np.concatenate([ones, rows[..., :-1]], axis=-1), axis=-1)
-    after = np.cumprod(np.concatenate([ones, rows[..., :0:-1]], axis=-1), axis=-1)
-    others = (before * after[..., ::-1]).reshape(moved.shape)
-    return np.moveaxis(others, ends, axes)
-
-
-def _others_product_traced(x, axes):
-    """_others_product of an Array, as ops that differentiate again: each
-    element's product of the others is the product of a row in which that
-    element is replaced by 1 (m*m values for m elements reduced, exact
-    where x holds zeros)."""
+def others_product(x, axes):
+    """For each element of x (an Array), the product of the other elements
+    of its group along axes -- PROD's partial derivative -- as ops that
+    differentiate again (derivatives.py's rule of PROD): the product of a
+    row in which that element is replaced by 1 (m*m values for m elements
+    reduced), exact where x holds zeros."""
     rest = [d for d in range(x.ndim) if d not in axes]
     perm = rest + list(axes)
     moved = x.transpose(tuple(perm))
@@ -158,30 +142,9 @@ def _others_product_traced(x, axes):
 
 
 def prod(a, axis=None, keepdims=False):
-    """NumPy's prod, with a gradient that is right where elements are zero."""
-    a = _asarray(a)
-    axes = tuple(range(a.ndim)) if axis is None else normalize_axis_tuple(axis, a.ndim)
-    kept = tuple(1 if d in axes else n for d, n in enumerate(a.shape))
-
-    def forward(x):
-        return np.prod(x, axis=axes, keepdims=keepdims)
-
-    def vjp(g, out, x):
-        return (np.reshape(g, kept) * _others_product(x, axes),)
-
-    def jvp(tangents, out, x):
-        return np.sum(_tangent_of(tangents, x) * _others_product(x, axes),
-                      axis=axes, keepdims=keepdims)
-
-    def nested_vjp(g, out, x, needs):
-        return (_asarray(g).reshape(kept) * _others_product_traced(x, axes),)
-
-    def nested_jvp(tangents, out, x):
-        return (tangents[0] * _others_product_traced(x, axes)).sum(
-            axis=axes, keepdims=keepdims)
-
-    return _extern("prod", forward, vjp, jvp, a, nested=(nested_vjp, nested_jvp),
-                   sparsity=reduction(axes))
+    """NumPy's prod as one PROD entry, whose derivatives (the product of the
+    other elements: csrc/rules.h) are exact where elements are zero."""
+    return reduce(_asarray(a), axis, keepdims, op="PROD")
 
 
 def cumsum(a, axis=None):

@@ -18,6 +18,8 @@ NOT_ELEMENTWISE = {
     "SCATTER": "the reference's concatenate and stack",
     "EXTERN": "the reference's matmul; custom ops (the fuzzers') as rows composed",
     "LSE": "the reference's logsumexp, softmax and log_softmax",
+    "PROD": "products of the other elements by hand and autograd's "
+            "(tests/test_methods.py, test_second_order_externs.py)",
     # no derivative, and values NumPy's: tests/test_traced.py,
     # test_any_order.py and test_nondifferentiable.py check them
     "FLOOR": "piecewise constant: NumPy's floor", "CEIL": "piecewise constant: NumPy's ceil",

@@ -65,6 +65,8 @@ def program(name):
         "MAX": lambda x: np.max(np.sin(x) * W) * np.sum(x ** 2),
         "MIN": lambda x: np.min((x * W).reshape(2, 3), axis=1).sum() * np.sum(x ** 3),
         "LSE": lambda x: ad.logsumexp(np.sin(x) * W * 3.0) ** 2,
+        "PROD": lambda x: np.sum(np.prod((np.sin(x) + W).reshape(2, 3), axis=1) ** 2)
+        + np.prod(x[:4] * W[:4]),
         "RESHAPE": lambda x: np.sum(np.tanh(x.reshape(3, 2)) * W.reshape(3, 2) ** 2),
         "GATHER": lambda x: np.sum(x[[0, 2, 2, 5]] ** 3) + np.sum(x.reshape(2, 3).T ** 2 * x[0]),
         "SCATTER": lambda x: np.sum(np.concatenate([np.sin(x[:3]), x[3:] ** 2]) ** 2 * W),
@@ -90,7 +92,7 @@ def program(name):
 
 def _covered():
     names = [op.name for op in ELEMENTWISE] + list(OTHER_PARTIALS)
-    names += ["SUM", "MAX", "MIN", "LSE", "RESHAPE", "GATHER", "SCATTER", "EXTERN", "LEAF",
+    names += ["SUM", "MAX", "MIN", "LSE", "PROD", "RESHAPE", "GATHER", "SCATTER", "EXTERN", "LEAF",
               "FLOOR", "CEIL", "TRUNC", "RINT", "SIGN", "STOP"]
     names = list(dict.fromkeys(names))
     return names

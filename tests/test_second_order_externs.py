@@ -1,6 +1,6 @@
 """Second derivatives in one sweep through the library's extern ops whose
-vjps are themselves differentiable (scipy.special's functions, prod,
-numpy.linalg's): the second-order sweep differentiates the op's vjp along
+vjps are themselves differentiable (scipy.special's functions,
+numpy.linalg's; prod, a C reduction now, with them as a check): the second-order sweep differentiates the op's vjp along
 each direction on a tape of its own, so a recording's Hessian, sparse
 Hessian and Hessian-vector products work through them, as do
 ad.minimize(method='ipopt') and trust-constr on functions that use them.

@@ -336,8 +336,8 @@ def test_star_colouring_lower_bound(edges, bound):
 
 
 def test_library_externs_patterns():
-    # cumsum and prod are extern entries with their own patterns; cumsum is
-    # linear (no interactions), prod not
+    # cumsum is an extern entry with its own pattern, linear (no
+    # interactions); prod a C reduction whose groups interact
     x = np.array([0.5, -1.0, 2.0, 1.5])
     assert ad.hessian_sparsity(lambda x: ad.sum(np.cumsum(x)))(x).nnz == 0
     f = lambda x: ad.sum(np.cumsum(x[:2]) ** 2) + np.prod(x[2:]) * 3.0   # noqa: E731

@@ -1,6 +1,7 @@
 """Sparsity patterns of the library's own extern ops (extern_patterns.py):
-scipy.special's elementwise functions, prod and cumsum, scipy.signal's
-convolve and correlate, numpy.linalg's stacked ops.  Each pattern is
+scipy.special's elementwise functions, cumsum, scipy.signal's convolve
+and correlate, numpy.linalg's stacked ops; and of prod, once an extern op
+and now a C reduction (sparsity.c) with the same pattern.  Each pattern is
 checked against one written out here by index (or, for the n-dimensional
 convolutions and the factorizations, against the nonzeros of the dense
 derivatives at several random points), against the dense derivatives'

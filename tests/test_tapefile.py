@@ -167,7 +167,7 @@ def _on_arrays(rule):
 _UNARY = {name: _on_arrays(rule) for name, rule in RULES.items() if rule.arity == 1}
 _BINARY = {name: _on_arrays(rule) for name, rule in RULES.items() if rule.arity == 2}
 _BINARY["extern"] = np.matmul
-_REDUCE = {"sum": np.sum, "max": np.max, "min": np.min, "lse": logsumexp}
+_REDUCE = {"sum": np.sum, "max": np.max, "min": np.min, "lse": logsumexp, "prod": np.prod}
 
 
 def evaluate(data, x):
@@ -198,7 +198,7 @@ def evaluate(data, x):
                 out = _UNARY[name](va, c)
             elif name in _BINARY:
                 out = _BINARY[name](va, v[b[i]])
-            elif e is None and name in ("sum", "max", "min", "lse", "reshape",
+            elif e is None and name in ("sum", "max", "min", "lse", "prod", "reshape",
                                         "gather", "scatter"):
                 out = va / c if name == "sum" else va   # of one number
             elif name in _REDUCE:

@@ -4,8 +4,8 @@ csrc/sparsity.c) against the dense ones.
 Random programs over every op kind (elementwise with broadcasting,
 reductions, gathers, scatters, reshapes, where/maximum, matmul, products
 with constants that have zeros, a custom op, the library's extern ops
-with patterns of their own: scipy.special's erf and gammaln, prod,
-cumsum, convolutions), a vector result for a Jacobian or a scalar one
+with patterns of their own: scipy.special's erf and gammaln, cumsum,
+convolutions; and prod), a vector result for a Jacobian or a scalar one
 for a Hessian.  For
 each: every nonzero of the dense ``ad.jacobian`` / ``ad.hessian`` lies in
 ``ad.jacobian_sparsity`` / ``ad.hessian_sparsity``; ``ad.sparse_jacobian``
@@ -68,8 +68,9 @@ def _shape_ops(rng, a):
 
 
 def _library_extern(r, a):
-    """One of the library's extern ops with a pattern of its own: an
-    elementwise scipy.special function, prod, cumsum, a convolution."""
+    """One of the library's extern ops with a pattern of its own (an
+    elementwise scipy.special function, cumsum, a convolution) or prod,
+    which was one."""
     choices = [lambda: _special.erf(a), lambda: _special.gammaln(a * a + 0.5),
                lambda: np.cumsum(a, axis=int(r.integers(a.ndim)) if a.ndim else None)]
     if a.ndim >= 1:
