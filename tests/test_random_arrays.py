@@ -147,7 +147,7 @@ def test_the_array_checker_catches_a_wrong_derivative(monkeypatch):
     monkeypatch.setattr(fuzz_arrays, "_cube", wrong)
     master = random.Random(1)
     caught = 0
-    for _ in range(150):            # (cube is one op of many: a few in 150)
+    for _ in range(300):            # (cube is one op of many: a few in 300)
         prog = fuzz_arrays.random_program(random.Random(master.getrandbits(64)))
         if any(op == "cube" for op, _, _ in prog.steps):
             caught += bool(fuzz_arrays.check(prog)[1])

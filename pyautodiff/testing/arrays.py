@@ -7,8 +7,8 @@ shape ``(K,) + v.shape`` where K counts the elements of all inputs, so one
 forward pass gives the whole Jacobian, and a gradient is that Jacobian
 contracted with the output's seed.  The elementwise ops are the oracle
 table's rows (rules.py, ``Reference.apply``) with NumPy's broadcasting; the
-reductions, reshapes, indexing, joins, matrix products and logsumexp are
-written here, each from its math (d(a @ b) = da @ b + a @ db, ...), never
+reductions (prod among them), reshapes, indexing, joins, matrix products
+and logsumexp are written here, each from its math (d(a @ b) = da @ b + a @ db, ...), never
 from the tape's rules.
 
 Where an op is not differentiable the reference follows the conventions the
@@ -243,6 +243,24 @@ class Reference:
 
     def max(self, a, axis=None, keepdims=False):
         return self._extreme(a, axis, keepdims, np.max)
+
+    def prod(self, a, axis=None, keepdims=False):
+        """d prod(a) = sum over the group of (the product of the others) da:
+        each element's product of the others is the product of its group
+        with that element replaced by 1 (no division, so exact at zeros)."""
+        a = self.lift(a)
+        axes = _axes(axis, a.v.ndim)
+        v = np.asarray(np.prod(a.v, axis=axes, keepdims=keepdims), dtype=np.float64)
+        if a.d is None:
+            return DualArray(v, None)
+        ends = tuple(range(a.v.ndim - len(axes), a.v.ndim))
+        moved = np.moveaxis(a.v, axes, ends)
+        rows = moved.reshape(moved.shape[:a.v.ndim - len(axes)] + (1, -1))
+        m = rows.shape[-1]
+        others = np.prod(np.where(np.eye(m, dtype=bool), 1.0, rows), axis=-1)
+        others = np.moveaxis(others.reshape(moved.shape), ends, axes)
+        d = np.sum(others * a.d, axis=tuple(x + 1 for x in axes), keepdims=keepdims)
+        return DualArray(v, d)
 
     def min(self, a, axis=None, keepdims=False):
         return self._extreme(a, axis, keepdims, np.min)

@@ -7,7 +7,7 @@ Inputs are steps too ("array" and "value"), so a program can add an input
 where an op needs an operand of a given shape.  The generator draws every
 array op of the package -- elementwise arithmetic with NumPy broadcasting
 (size-1 axes, 0-d operands, Values, numbers and ndarrays on either side),
-the unary math, sum/mean/max/min with axis and keepdims, reshape,
+the unary math, sum/mean/max/min/prod with axis and keepdims, reshape,
 transpose, expand_dims, squeeze, concatenate, stack, indexing (ints,
 slices, Ellipsis, None, integer arrays with repeats, boolean masks),
 maximum/minimum/clip/where, logsumexp/softmax/log_softmax, matmul (1-D,
@@ -164,6 +164,9 @@ class TapeOps:
     def max(self, a, axis=None, keepdims=False):
         return self._reduce(a, "max", axis, keepdims)
 
+    def prod(self, a, axis=None, keepdims=False):
+        return self._reduce(a, "prod", axis, keepdims)
+
     def min(self, a, axis=None, keepdims=False):
         return self._reduce(a, "min", axis, keepdims)
 
@@ -309,6 +312,7 @@ OPS = {
     "sum": lambda B, xs, p: B.sum(xs[0], p["axis"], p["keepdims"]),
     "mean": lambda B, xs, p: B.mean(xs[0], p["axis"], p["keepdims"]),
     "max": lambda B, xs, p: B.max(xs[0], p["axis"], p["keepdims"]),
+    "prod": lambda B, xs, p: B.prod(xs[0], p["axis"], p["keepdims"]),
     "min": lambda B, xs, p: B.min(xs[0], p["axis"], p["keepdims"]),
     "reshape": lambda B, xs, p: B.reshape(xs[0], p["shape"]),
     "transpose": lambda B, xs, p: B.transpose(xs[0], p["axes"]),
@@ -355,7 +359,7 @@ VALUE_KEEPING = {"add", "sub", "mul", "div", "pow", "combine", "arctan2", "hypot
 CUSTOM = {"cube", "mulsin", "sumsq_last"}
 # ops that keep a node positive (for log, sqrt, division and powers without
 # the x*x + c detour)
-POSITIVE_KEEPING = {"sum", "mean", "max", "min", "reshape", "transpose",
+POSITIVE_KEEPING = {"sum", "mean", "max", "min", "prod", "reshape", "transpose",
                     "expand_dims", "squeeze", "index", "concatenate", "stack"}
 
 
@@ -631,6 +635,8 @@ def _gen_reduce(op):
         if nd == 0 and op != "mean" and g.rng.random() < 0.3:
             axis = g.rng.choice([0, -1])          # NumPy allows these on 0-d
         p = {"axis": axis, "keepdims": g.rng.random() < 0.4}
+        if op == "prod":                # (no ad.prod: a method or NumPy's)
+            p["spells"] = ("op", "np")
         return g.finish(op, [i], p, pos=g.pos[i])
     return gen
 
@@ -866,7 +872,7 @@ GENERATORS = {
     "maximum": _gen_choice("maximum"), "minimum": _gen_choice("minimum"),
     **{op: _gen_choice(op) for op in ("arctan2", "hypot", "logaddexp")},
     "clip": _gen_clip, "where": _gen_where, "select": _gen_select,
-    **{op: _gen_reduce(op) for op in ("sum", "mean", "max", "min")},
+    **{op: _gen_reduce(op) for op in ("sum", "mean", "max", "min", "prod")},
     "reshape": _gen_reshape, "transpose": _gen_transpose,
     "expand_dims": _gen_expand_dims, "squeeze": _gen_squeeze, "index": _gen_index,
     "concatenate": _gen_concatenate, "stack": _gen_stack, "matmul": _gen_matmul,
