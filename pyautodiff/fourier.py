@@ -19,6 +19,8 @@ what NumPy's c2r transform computes.  The N-d functions apply their 1-D
 steps in NumPy's order, so repeated axes and s give NumPy's values too
 (autograd raises there, and for odd lengths of real FFTs).
 """
+import warnings
+
 import numpy as np
 
 from .array import Array, _detached
@@ -128,6 +130,15 @@ def _axis(axis, ndim):
     return normalize_axis_tuple(axis, ndim)[0]
 
 
+# NumPy 2's warning, given for the same calls
+_S_WITHOUT_AXES = (
+    "`axes` should not be `None` if `s` is not `None` (Deprecated in NumPy "
+    "2.0). In a future version of NumPy, this will raise an error and `s[i]` "
+    "will correspond to the size along the transformed axis specified by "
+    "`axes[i]`. To retain current behaviour, pass a sequence [0, ..., k-1] "
+    "to `axes` for an array of dimension k.")
+
+
 def _cooked(shape, s, axes, invreal=False):
     """(s, axes) of an N-d transform as NumPy's _cook_nd_args makes them
     (axes normalized, non-negative)."""
@@ -136,6 +147,8 @@ def _cooked(shape, s, axes, invreal=False):
         s = list(shape) if axes is None else [shape[a] for a in axes]
     s = list(s)
     if axes is None:
+        if not shapeless:
+            warnings.warn(_S_WITHOUT_AXES, DeprecationWarning, stacklevel=4)
         axes = list(range(-len(s), 0))
     if len(s) != len(axes):
         raise ValueError("Shape and axes have different lengths.")
