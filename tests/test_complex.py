@@ -223,11 +223,23 @@ STRUCTURAL = {
     "swapaxes": lambda np_, m: np_.swapaxes(m, 0, 1),
     "triu": lambda np_, m: np_.triu(m), "cumsum": lambda np_, m: np_.cumsum(m, axis=1),
     "trace": lambda np_, m: np_.trace(m), "where": lambda np_, m: np_.where(np_.abs(M) > 1, m, 2j),
+    "moveaxis": lambda np_, m: np_.moveaxis(m, 0, 1), "rot90": lambda np_, m: np_.rot90(m),
+    "broadcast_to": lambda np_, m: np_.broadcast_to(m, (2, 3, 4)),
+    "tile": lambda np_, m: np_.tile(m, (2, 1)), "repeat": lambda np_, m: np_.repeat(m, 2, axis=0),
+    "diagonal": lambda np_, m: np_.diagonal(m), "diag": lambda np_, m: np_.diag(m[0]),
+    "take": lambda np_, m: np_.take(m, [3, 0, 5]),
+    "pad": lambda np_, m: np_.pad(m, 1), "pad value": lambda np_, m: np_.pad(m, 1, constant_values=2 - 1j),
+    "vstack": lambda np_, m: np_.vstack([m, M]), "hstack": lambda np_, m: np_.hstack([m, m]),
+    "dstack": lambda np_, m: np_.dstack([m, M]),
+    "column_stack": lambda np_, m: np_.column_stack([m[0], m[1]]),
+    "squeeze": lambda np_, m: np_.squeeze(m[:1]), "kron": lambda np_, m: np_.kron(m[:2, :2], C[:2]),
+    "split": lambda np_, m: np_.concatenate(np_.split(m, 2, axis=1)[::-1]),
 }
 
 
 # autograd has no derivative of these: central differences only
-NOT_IN_AUTOGRAD = {"vdot", "flip"}
+NOT_IN_AUTOGRAD = {"vdot", "flip", "rot90", "diagonal", "broadcast_to", "take", "pad", "pad value",
+                   "tile", "kron", "moveaxis", "column_stack", "dstack", "split"}
 
 
 @pytest.mark.parametrize("name", STRUCTURAL)
@@ -249,6 +261,15 @@ def test_real_if_close():
     far = lambda np_, z: np_.real_if_close(z * z)                # noqa: E731
     assert np.iscomplexobj(ad.vjp(lambda z: far(np, z))(Z)[0])
     close(ad.grad(loss(np, far))(Z), autograd.grad(loss(anp, far))(Z))
+
+
+def test_equality_masks():
+    def f(np_):
+        return lambda z: np_.sum(np_.abs(np_.where(z == Z[::-1] * 0 + Z, z * 2, z) ** 2) +
+                                  np_.where(z != 1j, np_.real(z), 0.0))
+    z = Z.copy()
+    z[1] = 1j
+    close(ad.grad(f(np))(z), autograd.grad(f(anp))(z))
 
 
 def test_complex_array_attributes():
