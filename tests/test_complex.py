@@ -331,6 +331,9 @@ def test_drop_in_operators():
           autograd.elementwise_grad(lambda z: anp.abs(holo(anp, z)))(Z))
     close(pag.grad(loss(pnp, holo))(Z), autograd.grad(loss(anp, holo))(Z))
     close(pag.deriv(lambda z: holo(pnp, z))(Z0), autograd.deriv(lambda z: holo(anp, z))(Z0))
+    # the drop-in's np.array and list arguments stack traced complex numbers
+    listed = lambda np_, z: np_.array([z[0] * 2, z[1] ** 2, 3j, 1.0]) + np_.mean([z[2], 1j])  # noqa
+    close(pag.grad(loss(pnp, listed))(Z), autograd.grad(loss(anp, listed))(Z))
     with pytest.raises(TypeError, match="Elementwise_grad only applies to real-output"):
         pag.elementwise_grad(lambda z: holo(pnp, z))(Z)
     with pytest.warns(UserWarning, match="not complex"):
