@@ -515,11 +515,11 @@ def _constant(x):
 
 
 def _binary(self, other, name):
-    t = recording_tape()
-    if t is NO_GRAD and not is_complex_constant(other):
-        return _detached_binary(self, other, name)
     if is_complex_constant(other):          # x * 1j: a complex result
         return complex_operator(name, self, other)
+    t = recording_tape()
+    if t is NO_GRAD:
+        return _detached_binary(self, other, name)
     vv_op, vc_op, cexpr = BINARY[name]
     reflected = vv_op is None
     if isinstance(other, (bool, np.bool_)):

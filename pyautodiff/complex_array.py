@@ -205,9 +205,13 @@ def _part(p):
     return _constant_result(np.asarray(p, dtype=np.float64))
 
 
+_COMPLEX_NUMBERS = (ComplexArray, complex, np.complexfloating)
+
+
 def is_complex(x):
     """Whether x is a complex traced array or a complex constant."""
-    return isinstance(x, ComplexArray) or is_complex_constant(x)
+    return isinstance(x, _COMPLEX_NUMBERS) or \
+        (isinstance(x, np.ndarray) and x.dtype.kind == "c")
 
 
 def pair_of(x):

@@ -268,8 +268,9 @@ def _nondifferentiable(fn, args, kwargs):
 
 
 def apply_ufunc(ufunc, method, inputs, kwargs):
-    if any(map(is_complex, inputs)):
-        return _complex_ufunc(ufunc, method, inputs, kwargs)
+    for x in inputs:
+        if x.__class__ not in _REAL and is_complex(x):
+            return _complex_ufunc(ufunc, method, inputs, kwargs)
     if (ufunc, method) in numpy_reductions.NUMPY_UFUNC_METHODS:     # np.add.reduce ...
         return numpy_reductions.NUMPY_UFUNC_METHODS[ufunc, method](*inputs, **kwargs)
     if method != "__call__" or kwargs.get("out") is not None:
@@ -370,13 +371,20 @@ def _decision(a, name, axis, kwargs):
     return getattr(_array._asarray(a), name)()
 
 
+# the common operands, which no call needs to look into for complex numbers
+_REAL = frozenset({Array, float, int, bool, type(None), str})
+
+
 def _holds_complex(args, kwargs):
     """Whether a complex array or number is among the arguments (or in a
     list of them, np.concatenate's)."""
-    for x in list(args) + list(kwargs.values()):
-        if is_complex(x) or isinstance(x, (list, tuple)) and any(map(is_complex, x)):
+    for x in args:
+        cls = x.__class__
+        if cls in _REAL:
+            continue
+        if is_complex(x) or (cls is list or cls is tuple) and any(map(is_complex, x)):
             return True
-    return False
+    return bool(kwargs) and _holds_complex(kwargs.values(), None)
 
 
 def apply_function(func, args, kwargs):
