@@ -396,11 +396,12 @@ class Trace:
         for k in self.argnums:
             if holds_complex(self.structures[k].node):
                 raise TypeError(
-                    f"{self.name}: argument {k} is complex, and {what} of a "
-                    "function of complex numbers is not defined (autograd's "
-                    "raises too); pass the real and imaginary parts as two "
-                    "real arguments (f(x + 1j * y)), or take grad of a real "
-                    "function of grad")
+                    f"{self.name}: argument {k} is complex: {what} with "
+                    "respect to complex numbers is not supported (a second "
+                    "derivative has no complex convention; autograd's "
+                    "hessian raises too); pass the real and imaginary parts "
+                    "as two real arguments (f(x + 1j * y)), or take grad of "
+                    "a real function of grad")
 
     def _plain_variables(self, what, complex_ok=False):
         """The variables, one float or ndarray per differentiated argument

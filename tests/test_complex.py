@@ -296,6 +296,23 @@ def test_value_and_grad_and_argnums():
     assert not np.iscomplexobj(gx)
 
 
+def test_complex_numbers_in_nested_arguments():
+    ours = ad.grad(lambda d: np.sum(np.abs(d["z"] * d["w"][0]) ** 2) * d["x"])(
+        {"z": Z, "w": [W[0]], "x": 2.0})
+    theirs = autograd.grad(lambda d: anp.sum(anp.abs(d["z"] * d["w"][0]) ** 2) * d["x"])(
+        {"z": Z, "w": [W[0]], "x": 2.0})
+    for key in ("z", "x"):
+        close(ours[key], theirs[key])
+    assert type(ours["w"][0]) is complex
+    close(ours["w"][0], theirs["w"][0])
+
+
+def test_sparse_derivatives_of_a_complex_argument_raise():
+    for name in ("sparse_jacobian", "jacobian_sparsity", "sparse_hessian"):
+        with pytest.raises(TypeError, match="complex"):
+            getattr(ad, name)(lambda z: np.sum(np.abs(z) ** 2))(Z)
+
+
 def test_jacobian_of_a_real_function_of_complex_numbers():
     fn = lambda np_, z: np_.abs(np_.exp(z) * C) ** 2 + np_.imag(z)    # noqa: E731
     close(ad.jacobian(lambda z: fn(np, z))(Z), autograd.jacobian(lambda z: fn(anp, z))(Z))
