@@ -197,9 +197,12 @@ def cos(z):
 
 
 def tan(z):
+    """(sin 2x + i sinh 2y) / (cos 2x + cosh 2y), the imaginary part as
+    tanh 2y / (1 + cos 2x / cosh 2y): finite (+-1) where cosh 2y overflows."""
     x, y = z
-    d = np.cos(2.0 * x) + np.cosh(2.0 * y)
-    return np.sin(2.0 * x) / d, np.sinh(2.0 * y) / d
+    c = np.cosh(2.0 * y)
+    return np.sin(2.0 * x) / (np.cos(2.0 * x) + c), \
+        np.tanh(2.0 * y) / (1.0 + np.cos(2.0 * x) / c)
 
 
 def sinh(z):
@@ -213,6 +216,9 @@ def cosh(z):
 
 
 def tanh(z):
+    """tan's formula with the parts' roles swapped: finite where cosh 2x
+    overflows."""
     x, y = z
-    d = np.cosh(2.0 * x) + np.cos(2.0 * y)
-    return np.sinh(2.0 * x) / d, np.sin(2.0 * y) / d
+    c = np.cosh(2.0 * x)
+    return np.tanh(2.0 * x) / (1.0 + np.cos(2.0 * y) / c), \
+        np.sin(2.0 * y) / (c + np.cos(2.0 * y))

@@ -88,6 +88,15 @@ def test_elementwise_gradients_against_central_differences(name):
     ad.check_grad(lambda z: ELEMENTWISE[name](np, z), Z, modes=("fwd",))
 
 
+def test_tan_and_tanh_where_cosh_overflows():
+    z = np.array([1 + 400j, 1 - 400j, 400 + 1j, -400 - 2j])
+    for fn in (np.tan, np.tanh):
+        with np.errstate(over="ignore"):
+            close(ad.vjp(fn)(z)[0], fn(z), rtol=1e-14)
+            g = ad.grad(lambda z: np.sum(np.real(fn(z)) + np.imag(fn(z))))(z)
+        assert np.all(np.isfinite(g))
+
+
 def test_convention_is_autograds_by_hand():
     # f = |z|^2 + x y: df/dx = 2x + y, df/dy = 2y + x, the gradient 2x + y - i(2y + x)
     def f(np_):
