@@ -24,7 +24,8 @@ from .broadcasting import broadcast_shape as _broadcast_shape
 from .guards import decide as _decide
 # (the generated operators take rows of pools: _pool_of, _POOL_ROWS)
 from .pools import POOL_ROWS as _POOL_ROWS, pool_of as _pool_of
-from .ops import BINARY, ELEMENTWISE, ROWS, STEPS, UNARY
+from .ops import (BINARY, ELEMENTWISE, ROWS, STEPS, UNARY, complex_operator,
+                  is_complex_constant)
 from .detach import refuse_detached
 from .tape_state import DETACHED, NO_GRAD, current_tape, recording_tape, state
 from .value import COMPARISONS, Value, stepped as _stepped
@@ -514,6 +515,8 @@ def _constant(x):
 
 
 def _binary(self, other, name):
+    if is_complex_constant(other):          # x * 1j: a complex result
+        return complex_operator(name, self, other)
     t = recording_tape()
     if t is NO_GRAD:
         return _detached_binary(self, other, name)

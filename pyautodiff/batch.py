@@ -146,7 +146,8 @@ def _stacked(rows):
     first = rows[0]
     if isinstance(first, tuple):
         return tuple(_stacked([r[i] for r in rows]) for i in range(len(first)))
-    return np.stack([np.asarray(r, dtype=np.float64) for r in rows])
+    return np.stack([np.asarray(r, dtype=np.complex128 if np.iscomplexobj(r)
+                                else np.float64) for r in rows])
 
 
 def check_method(method, name):
@@ -357,7 +358,7 @@ def _in_c(rec, batch, kind, threads):
     if kind == "hessian":
         return g.reshape((n,) + shape + shape), failed
     st = tr.structures[tr.argnum]
-    grads = unflatten(st, _leaf_rows(st, g, n)) if st.node is not None \
+    grads = unflatten(st, _leaf_rows(st, g, n), conjugate=True) if st.node is not None \
         else g.reshape((n,) + st.shapes[0])
     return (grads if kind == "grad" else (f, grads)), failed
 

@@ -20,11 +20,12 @@ import numpy as np
 
 from . import derivatives
 from .array import Array, concatenate, stack
-from .pytree import flatten, lift_object_arrays, unflatten
+from .pytree import flatten, holds_complex, lift_object_arrays, unflatten
 from ._core import TapeError
 from .detach import DIFFERENTIATING
 from .tape_state import state
-from .trace import Trace, call_traced, pick, positions
+from .trace import (Trace, call_traced, complex_like, complex_result_error, pick,
+                    positions)
 from .value import Traced, Value
 
 
@@ -83,11 +84,14 @@ class NestedTrace(Trace):
         results = iter(results)
         return pick(self.argnum, [
             unflatten(self.structures[k],
-                      [_or_zeros(next(results), node) for node in self.leaves[k]])
+                      [_or_zeros(next(results), node) for node in self.leaves[k]],
+                      conjugate=True)
             for k in self.argnums])
 
     def _scalar_node(self):
         leaves, st = self.outputs()
+        if holds_complex(st.node):
+            raise complex_result_error(self.name)
         if st.node is not None or len(leaves) != 1 or np.size(_data(leaves[0])) != 1:
             got = "a " + type(self.out).__name__ if st.node is not None \
                 else f"shape {np.shape(_data(leaves[0]))}"
@@ -119,7 +123,8 @@ class NestedTrace(Trace):
     def vjp(self, cotangent):
         self._here()
         leaves, st = self.outputs()
-        seeds, cst = flatten(cotangent, f"{self.name}: the cotangent")
+        seeds, cst = flatten(complex_like(cotangent, st), f"{self.name}: the cotangent",
+                             conjugate=True)
         if cst.node != st.node or cst.shapes != [np.shape(_data(x)) for x in leaves]:
             raise ValueError(f"{self.name}: the cotangent has shapes "
                              f"{cst.shapes}, the result {st.shapes}")
@@ -139,6 +144,7 @@ class NestedTrace(Trace):
 
     def hvp(self, vector):
         self._here()
+        self.refuse_complex("hvp")
         grads = self._gradient_nodes()
         return self._in_structure(
             derivatives.tangent(self.variables(), self.vector_leaves(vector), grads))
@@ -147,7 +153,7 @@ class NestedTrace(Trace):
         """d(outs)/d(variables), one tangent sweep per variable element:
         per element of the variables, the outputs' tangents flattened and
         joined (a node of shape (M,), or None where nothing moves)."""
-        nodes, kinds, shapes = self._plain_variables(self.name)
+        nodes, kinds, shapes = self._plain_variables(self.name, complex_ok=True)
         columns = []
         for k, (node, shape) in enumerate(zip(nodes, shapes)):
             for j in range(int(np.prod(shape))):
@@ -173,13 +179,14 @@ class NestedTrace(Trace):
         else:
             matrix = np.stack([np.asarray(c, dtype=np.float64) for c in columns], axis=1)
         blocks = self._blocks(matrix, list(zip(okinds, oshapes)), list(zip(kinds, shapes)))
-        return [pick(self.argnum, line) for line in blocks]
+        return [pick(self.argnum, self.complex_columns(line)) for line in blocks]
 
     def scalar_block(self, block):
         return block.reshape(()) if isinstance(block, Array) else float(block)
 
     def jacobian(self):
         self._here()
+        self.refuse_complex_result()
         leaves, st = self.outputs()
         oshapes = [tuple(np.shape(_data(x))) for x in leaves]
         per_leaf = self._matrix(list(leaves), oshapes, st.kinds)

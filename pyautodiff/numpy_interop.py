@@ -8,9 +8,10 @@ import sys
 import numpy as np
 
 from . import array as _array, linalg, numpy_elementwise, numpy_shapes, products
-from . import numpy_reductions
+from . import complex_array, fourier, numpy_reductions
 from . import scipy_own, scipy_special
 from .array import Array
+from .complex_array import ComplexArray, is_complex
 from .guards import decide as _decide, takes_guards
 from .matmul import matmul
 from .ops import ELEMENTWISE, REFLECTED
@@ -267,6 +268,9 @@ def _nondifferentiable(fn, args, kwargs):
 
 
 def apply_ufunc(ufunc, method, inputs, kwargs):
+    for x in inputs:
+        if x.__class__ not in _REAL and is_complex(x):
+            return _complex_ufunc(ufunc, method, inputs, kwargs)
     if (ufunc, method) in numpy_reductions.NUMPY_UFUNC_METHODS:     # np.add.reduce ...
         return numpy_reductions.NUMPY_UFUNC_METHODS[ufunc, method](*inputs, **kwargs)
     if method != "__call__" or kwargs.get("out") is not None:
@@ -288,14 +292,29 @@ def apply_ufunc(ufunc, method, inputs, kwargs):
     raise _no_rule(_public_name(ufunc))
 
 
-def _check_ufunc_arguments(ufunc, kwargs):
-    """A recorded ufunc computes in float64 everywhere: where= (other than
-    True), another dtype, or any other argument raises instead of being
-    silently ignored."""
+def _complex_ufunc(ufunc, method, inputs, kwargs):
+    """A ufunc with a complex operand (a ComplexArray, or a complex
+    constant with a traced value): complex_array's version."""
+    if method != "__call__":
+        raise _no_rule(f"{_public_name(ufunc)}.{method} of complex numbers")
+    if kwargs.get("out") is not None:
+        raise _in_place(_public_name(ufunc))
+    fn = complex_array.NUMPY_UFUNCS.get(ufunc)
+    if fn is None:
+        raise _no_rule(f"{_public_name(ufunc)} of complex numbers")
+    _check_ufunc_arguments(ufunc, kwargs, np.complex128)
+    return fn(*[x.item() if isinstance(x, np.generic) or
+                (isinstance(x, np.ndarray) and x.ndim == 0) else x for x in inputs])
+
+
+def _check_ufunc_arguments(ufunc, kwargs, dtype=np.float64):
+    """A recorded ufunc computes in float64 (complex128) everywhere:
+    where= (other than True), another dtype, or any other argument raises
+    instead of being silently ignored."""
     for key, value in kwargs.items():
         if key == "out" and value is None or key == "where" and value is True:
             continue
-        if key == "dtype" and (value is None or np.dtype(value) == np.float64):
+        if key == "dtype" and (value is None or np.dtype(value) == dtype):
             continue
         raise TypeError(f"{_public_name(ufunc)}({key}=...) of traced values: "
                         f"pyautodiff has no derivative rule for the argument {key}")
@@ -339,6 +358,11 @@ _FUNCTIONS.update(numpy_elementwise.NUMPY_FUNCTIONS)
 _FUNCTIONS.update(products.NUMPY_FUNCTIONS)
 _FUNCTIONS.update(linalg.NUMPY_FUNCTIONS)
 _FUNCTIONS.update(numpy_reductions.NUMPY_FUNCTIONS)
+_FUNCTIONS.update(fourier.NUMPY_FUNCTIONS)
+
+# with a complex argument: complex_array's version (np.fft's in fourier.py)
+_COMPLEX_FUNCTIONS = dict(complex_array.NUMPY_FUNCTIONS)
+_COMPLEX_FUNCTIONS.update(fourier.NUMPY_FUNCTIONS)
 
 
 def _decision(a, name, axis, kwargs):
@@ -347,7 +371,28 @@ def _decision(a, name, axis, kwargs):
     return getattr(_array._asarray(a), name)()
 
 
+# the common operands, which no call needs to look into for complex numbers
+_REAL = frozenset({Array, float, int, bool, type(None), str})
+
+
+def _holds_complex(args, kwargs):
+    """Whether a complex array or number is among the arguments (or in a
+    list of them, np.concatenate's)."""
+    for x in args:
+        cls = x.__class__
+        if cls in _REAL:
+            continue
+        if is_complex(x) or (cls is list or cls is tuple) and any(map(is_complex, x)):
+            return True
+    return bool(kwargs) and _holds_complex(kwargs.values(), None)
+
+
 def apply_function(func, args, kwargs):
+    if _holds_complex(args, kwargs):
+        fn = _COMPLEX_FUNCTIONS.get(func)
+        if fn is None:
+            raise _no_rule(f"{_public_name(func)} of complex numbers")
+        return fn(*args, **kwargs)
     fn = _FUNCTIONS.get(func)
     if fn is not None:
         return fn(*args, **kwargs)
@@ -402,3 +447,6 @@ _array.Mask.__array__ = _mask_array
 # v, w) ... as on a 0-d Array
 Value.__array_ufunc__ = ArrayMethods.__array_ufunc__
 Value.__array_function__ = ArrayMethods.__array_function__
+# np.exp(z), ndarray * z, np.fft.fft(z) ...: the complex tables above
+ComplexArray.__array_ufunc__ = ArrayMethods.__array_ufunc__
+ComplexArray.__array_function__ = ArrayMethods.__array_function__

@@ -271,3 +271,28 @@ REFLECTED.update({v: k for k, v in REFLECTED.items()})
 # unary method: its op
 UNARY = {op.method: op.name for op in ELEMENTWISE
          if op.method and not op.reflected}
+
+
+# -- an operator with a complex number ---------------------------------------------
+# A real Value or Array records real numbers only: x * 1j, 2j + x and x * z
+# for a complex ndarray z go to NumPy's ufunc of the operator, whose
+# dispatch (numpy_interop.py) hands them to the complex arithmetic
+# (complex_array.py), which keeps x as the real part of a complex pair.
+
+# each binary operator's ufunc, and whether the method is reflected
+# (other op x)
+OPERATOR_UFUNCS = {op.method: (op.numpy, False) for op in ELEMENTWISE if op.reflected}
+OPERATOR_UFUNCS.update({op.reflected: (op.numpy, True)
+                        for op in ELEMENTWISE if op.reflected})
+
+
+def is_complex_constant(x):
+    """Whether x is a complex number or an ndarray of complex numbers."""
+    return isinstance(x, (complex, np.complexfloating)) or \
+        (isinstance(x, np.ndarray) and x.dtype.kind == "c")
+
+
+def complex_operator(name, x, other):
+    """x's operator `name` with a complex constant other, through NumPy."""
+    ufunc, reflected = OPERATOR_UFUNCS[name]
+    return ufunc(other, x) if reflected else ufunc(x, other)

@@ -18,7 +18,9 @@ import numpy as np
 
 from . import _core, scipy_own
 from .array import Array, _holds_traced
-from .pytree import as_leaf, flatten, lift_object_arrays, unflatten
+from .complex_array import complex_value
+from .pytree import (as_leaf, flatten, holds_complex, is_complex_node,
+                     lift_object_arrays, unflatten)
 from .detach import DIFFERENTIATING, differentiated
 from .tape import Tape
 from .tape_nesting import thread_hooks
@@ -94,6 +96,15 @@ def positions(f, args, argnum, name, inputs=None):
                             f"{'' if nargs == 1 else 's'}")
     argnums = [k % nargs for k in argnums_of(argnum)]
     return argnum, argnums, sorted(set(argnums if inputs is None else inputs))
+
+
+def complex_result_error(name):
+    """What a derivative that needs a real scalar result says of a complex
+    one (autograd's grad refuses it too)."""
+    return TypeError(f"{name} only applies to real scalar-output functions; "
+                     "this one returned a complex number (differentiate "
+                     "np.real, np.imag or np.abs of it, or use "
+                     "pyautodiff.autograd.holomorphic_grad)")
 
 
 def pick(argnum, results):
@@ -213,6 +224,8 @@ class Trace:
         if out.__class__ is Array and out._t is self.tape and out._d.size == 1:
             return out._i, out._d.item()
         leaves, st = self.outputs()
+        if holds_complex(st.node):
+            raise complex_result_error(self.name)
         value = self._leaf_value(leaves[0]) if len(leaves) == 1 else None
         if st.node is not None or np.size(value) != 1:
             got = f"shape {np.shape(value)}" if st.node is None \
@@ -240,7 +253,8 @@ class Trace:
         return pick(self.argnum, [
             unflatten(self.structures[k],
                       [as_leaf(kind, reader(node)) for kind, node in
-                       zip(self.structures[k].kinds, self.leaves[k])])
+                       zip(self.structures[k].kinds, self.leaves[k])],
+                      conjugate=True)
             for k in self.argnums])
 
     def zeros(self):
@@ -333,7 +347,8 @@ class Trace:
     def vjp(self, cotangent):
         """cotangent (structured like the result) times the Jacobian."""
         leaves, st = self.outputs()
-        seeds, cst = flatten(cotangent, f"{self.name}: the cotangent")
+        seeds, cst = flatten(complex_like(cotangent, st), f"{self.name}: the cotangent",
+                             conjugate=True)
         refuse_variables(seeds, _through(self.name, "cotangent"))
         if cst.node != st.node or cst.shapes != [tuple(np.shape(self._leaf_value(leaf)))
                                                   for leaf in leaves]:
@@ -365,6 +380,7 @@ class Trace:
         return value, unflatten(st, tangents)
 
     def hvp(self, vector):
+        self.refuse_complex("hvp")
         idx, _ = self.scalar_output()
         seeds = self.directions(vector)
         if idx is None:
@@ -373,12 +389,34 @@ class Trace:
         self.tape.second_order([idx], [1.0])
         return self.read(lambda node: self.scratch_of(node, DADJ))
 
-    def _plain_variables(self, what):
-        """The variables, one float or ndarray per differentiated argument:
-        (leaf nodes, kinds, shapes)."""
+    def refuse_complex(self, what):
+        """TypeError where a differentiated argument is complex: a second
+        derivative of a function of complex numbers has no convention
+        (autograd's hessian and hessian_vector_product raise too)."""
+        for k in self.argnums:
+            if holds_complex(self.structures[k].node):
+                raise TypeError(
+                    f"{self.name}: argument {k} is complex: {what} with "
+                    "respect to complex numbers is not supported (a second "
+                    "derivative has no complex convention; autograd's "
+                    "hessian raises too); pass the real and imaginary parts "
+                    "as two real arguments (f(x + 1j * y)), or take grad of "
+                    "a real function of grad")
+
+    def _plain_variables(self, what, complex_ok=False):
+        """The variables, one float or ndarray per differentiated argument
+        (with complex_ok, a complex argument's two parts): (leaf nodes,
+        kinds, shapes)."""
         nodes, kinds, shapes = [], [], []
         for k in self.argnums:
             st = self.structures[k]
+            if complex_ok and is_complex_node(st.node):
+                nodes += self.leaves[k]
+                kinds += st.kinds
+                shapes += st.shapes
+                continue
+            if holds_complex(st.node):
+                self.refuse_complex(what)
             if st.node is not None:
                 raise TypeError(f"{self.name}: argument {k} must be one float "
                                 f"or ndarray for {what} (use jvp, vjp or hvp "
@@ -409,11 +447,31 @@ class Trace:
         """A block of one element, between float arguments and results."""
         return float(block)
 
+    def complex_columns(self, line):
+        """A line of Jacobian blocks, one per variable, with each complex
+        argument's two (its parts') read as one: the gradient's b_x - i b_y."""
+        out, blocks = [], iter(line)
+        for k in self.argnums:
+            block = next(blocks)
+            if is_complex_node(self.structures[k].node):
+                block = complex_value(block, -next(blocks))
+            out.append(block)
+        return out
+
+    def refuse_complex_result(self):
+        if holds_complex(self.outputs()[1].node):
+            raise TypeError(
+                f"{self.name} of a function with a complex result is not "
+                "defined (autograd's jacobian fails there too); take it of "
+                "np.real and np.imag of the result")
+
     def jacobian(self):
         """Per result leaf, d(leaf)/d(argument) of shape leaf.shape +
         argument.shape (a tuple over a tuple argnum), in the result's
-        structure."""
-        nodes, kinds, shapes = self._plain_variables("jacobian")
+        structure; with respect to a complex argument, each row is a
+        gradient (autograd's convention)."""
+        self.refuse_complex_result()
+        nodes, kinds, shapes = self._plain_variables("jacobian", complex_ok=True)
         leaves, st = self.outputs()
         oshapes = [tuple(np.shape(self._leaf_value(leaf))) for leaf in leaves]
         sizes = [int(np.prod(s)) for s in shapes]
@@ -443,7 +501,7 @@ class Trace:
                         for e, leaf, m in zip(entries, leaves, osizes)]))
         blocks = self._blocks(jac, list(zip(st.kinds, oshapes)),
                               list(zip(kinds, shapes)))
-        per_leaf = [pick(self.argnum, line) for line in blocks]
+        per_leaf = [pick(self.argnum, self.complex_columns(line)) for line in blocks]
         return unflatten(st, per_leaf) if st.node is not None else per_leaf[0]
 
     def hessian(self):
@@ -493,8 +551,18 @@ def _units(n, lo, lanes):
     return rows
 
 
+def complex_like(cotangent, st):
+    """A real cotangent of a complex result as the complex number it is
+    (autograd takes one)."""
+    if is_complex_node(st.node) and not holds_complex(flatten(cotangent)[1].node):
+        return np.asarray(cotangent) + 0j
+    return cotangent
+
+
 def _describe(st):
     """A structure in words: 'shape (3,)' or 'a list of shapes [(), ()]'."""
     if st.node is None:
         return f"shape {st.shapes[0]}"
+    if is_complex_node(st.node):
+        return f"complex, shape {st.shapes[0]}"
     return f"a {st.node[0].__name__} of shapes {st.shapes}"

@@ -23,7 +23,8 @@ import numpy as np
 from . import _core, scipy_own
 from ._core import TapeError
 from ._generated import link, value_operators
-from .ops import BINARY, ELEMENTWISE, REFLECTED, SCALAR_NAMES, STEPS, UNARY
+from .ops import (BINARY, ELEMENTWISE, REFLECTED, SCALAR_NAMES, STEPS, UNARY,
+                  complex_operator, is_complex_constant)
 from .detach import refuse_detached
 from .tape_buffer import _pack_into, record_into
 from .tape_state import DETACHED, NO_GRAD, current_tape, recording_tape, state
@@ -98,6 +99,10 @@ def _slow_binary(self, other, name, cls=None):
     x = _operand(self, t)
     y = _operand(other, t)
     if y is None:
+        if is_complex_constant(other) and isinstance(self, Traced):
+            # x * 1j of a traced float: a complex result (a Value of the
+            # user's own keeps micrograd's real numbers)
+            return complex_operator(name, self, other)
         return NotImplemented
     if isinstance(y, Value) and not isinstance(x, Value):
         # a constant on the left of a recorded Value: the reflected op of y

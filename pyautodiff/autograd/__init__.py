@@ -24,6 +24,7 @@ import numpy as _np
 
 from .. import functional as _functional
 from ..array import Array
+from ..complex_array import ComplexArray
 from ..functional import hvp, trace_of
 from ..pytree import flatten as _flatten, unflatten as _unflatten
 from ..trace import checked
@@ -87,11 +88,14 @@ def _ones_like(x):
 
 def elementwise_grad(fun, argnum=0):
     """The sum of the Jacobian's rows: for an elementwise fun, each
-    element's derivative (the gradient of sum(fun))."""
+    element's derivative (the gradient of sum(fun)); a complex fun raises
+    TypeError, as autograd's does."""
     argnum = checked(fun, argnum, "elementwise_grad")
 
     def summed(*args, **kwargs):
         out = fun(*args, **kwargs)
+        if _np.iscomplexobj(out):
+            raise TypeError("Elementwise_grad only applies to real-output functions.")
         return out.sum() if _py.isinstance(out, Array) else _np.sum(out)
     summed.__name__ = getattr(fun, "__name__", "fun")
     return grad(summed, argnum)
@@ -213,28 +217,22 @@ def checkpoint(fun):
 
 
 def holomorphic_grad(fun, argnum=0):
-    """autograd's grad of a complex function: pyautodiff differentiates
-    real numbers only, so a complex argument is a TypeError; at a real one
-    this is grad (with autograd's warning that the input is not complex)."""
-    gradient = grad(fun, argnum)
-    argnums = (argnum,) if _np.ndim(argnum) == 0 else argnum
+    """The complex derivative f'(z) of a holomorphic fun: the gradient of
+    its real part (autograd's definition), with autograd's warning where
+    the input is not complex."""
+    def real_part(*args, **kwargs):
+        return _np.real(fun(*args, **kwargs))
+    real_part.__name__ = getattr(fun, "__name__", "fun")
+    gradient = grad(real_part, argnum)
 
     def holomorphic(*args, **kwargs):
-        for k in argnums:
-            if _any_complex(args[k]):
-                raise TypeError("holomorphic_grad: pyautodiff has no complex "
-                                f"numbers (argument {k} is complex)")
-        _warnings.warn("Input to holomorphic_grad is not complex", stacklevel=2)
+        # (autograd's test is of the argument's vector space: a list or a
+        # tuple of arguments is never a complex one)
+        x = args[argnum] if _np.ndim(argnum) == 0 else None
+        if _py.isinstance(x, (_py.list, _py.tuple, _py.dict)) or not _np.iscomplexobj(x):
+            _warnings.warn("Input to holomorphic_grad is not complex", stacklevel=2)
         return gradient(*args, **kwargs)
     return holomorphic
-
-
-def _any_complex(x):
-    if _py.isinstance(x, (_py.list, _py.tuple)):
-        return any(_any_complex(e) for e in x)
-    if _py.isinstance(x, _py.dict):
-        return any(_any_complex(e) for e in x.values())
-    return _np.iscomplexobj(x)
 
 
 def make_vjp(fun, argnum=0):
@@ -291,7 +289,7 @@ def grad_and_aux(fun, argnum=0):
 def _plain(x):
     if _py.isinstance(x, Value):
         return x.data
-    if _py.isinstance(x, Array):
+    if _py.isinstance(x, (Array, ComplexArray)):
         return x.data.copy()
     if _py.isinstance(x, (_py.list, _py.tuple)):
         return _py.type(x)(_plain(e) for e in x)

@@ -15,6 +15,7 @@ the inner product and the conjugate as covector.
 import numpy as np
 
 from ..array import Array
+from ..complex_array import ComplexArray
 from ..value import Value
 
 __all__ = ["VSpace", "vspace"]
@@ -89,7 +90,7 @@ def vspace(value):
     maker = VSpace.mappings.get(type(value))
     if maker is not None:
         return maker(value)
-    if isinstance(value, (Value, Array)):
+    if isinstance(value, (Value, Array, ComplexArray)):
         return vspace(value.data)
     if isinstance(value, tuple) and hasattr(type(value), "_fields"):
         return NamedTupleVSpace(value)          # np.linalg's results and the like

@@ -9,12 +9,18 @@ its gradient, for a Hessian) and with f run on dual or hyper-dual numbers
 seeded along that direction.  The oracles share no code with the tape:
 their rules are the table in rules.py, and where NumPy code meets them it
 runs on object arrays of dual numbers, elementwise.
+
+A complex argument's entries are its real and imaginary parts, each a
+direction of its own: its gradient g is read as (Re g, -Im g), autograd's
+convention, against the central differences along them.  (The dual
+numbers are real: f's complex arguments take none.)
 """
 import numpy as np
 
 from ..array import Array
 from ..functional import grad, hvp, jvp
-from ..pytree import flatten, unflatten
+from ..complex_array import ComplexArray
+from ..pytree import flatten, holds_complex, unflatten
 from ..value import Value
 from .dual import Dual, Forward, is_real
 from .hyperdual import HyperDual
@@ -70,9 +76,14 @@ def check_grad(f, *args, modes=("rev",), order=1, eps=1e-6, rtol=1e-5, atol=1e-8
     argnums = tuple(range(len(args)))
     value = _plain(f(*args))
     numeric = [entries.central_difference(f, e, eps) for e in entries]
+    if entries.complex:
+        if duals:
+            raise ValueError("check_grad: dual numbers are real; f's complex "
+                             "arguments take none (pass duals=None or False)")
+        duals = False
     forward = entries.dual_passes(f, value, duals)
     if "rev" in modes:
-        g = entries.vector(grad(f, argnums)(*args))
+        g = entries.vector(grad(f, argnums)(*args), conjugate=True)
         for n, e in enumerate(entries):
             where = entries.describe(e)
             # (f's value may be a one-element array)
@@ -114,10 +125,10 @@ def _check_hessian(f, args, entries, argnums, eps, duals, value, worst):
 
 
 def _plain(out):
-    """f's result as a float ndarray."""
-    if isinstance(out, (Value, Array)):
+    """f's result as a float (or complex) ndarray."""
+    if isinstance(out, (Value, Array, ComplexArray)):
         out = out.data
-    return np.asarray(out, dtype=np.float64)
+    return np.asarray(out, dtype=np.complex128 if np.iscomplexobj(out) else np.float64)
 
 
 def _forward_parts(out, names):
@@ -147,6 +158,7 @@ class _Entries:
         self.flat = [flatten(a, f"check_grad: argument {k}") for k, a in enumerate(args)]
         self.entries = [(k, leaf, pos) for k, (leaves, _) in enumerate(self.flat)
                         for leaf, x in enumerate(leaves) for pos in np.ndindex(np.shape(x))]
+        self.complex = any(holds_complex(st.node) for _, st in self.flat)
 
     def __iter__(self):
         return iter(self.entries)
@@ -193,11 +205,13 @@ class _Entries:
             return data
         return tuple(self._arguments(leaf))
 
-    def vector(self, per_argument):
+    def vector(self, per_argument, conjugate=False):
         """A derivative with one part per argument (each shaped as its
-        argument) as one vector, in the entries' order."""
+        argument) as one vector, in the entries' order (a gradient's
+        complex parts conjugated: the derivatives along the entries)."""
         return np.concatenate([np.ravel(np.asarray(x, dtype=np.float64))
-                               for part in per_argument for x in flatten(part)[0]])
+                               for part in per_argument
+                               for x in flatten(part, conjugate=conjugate)[0]])
 
     def central_difference(self, f, entry, eps):
         return (_plain(f(*self.moved(entry, eps)))
@@ -275,6 +289,10 @@ class _Worst:
         self.failed = 0
 
     def compare(self, got, reference, where, what, reference_name):
+        if np.iscomplexobj(got) or np.iscomplexobj(reference):
+            # a complex result's real and imaginary parts, one after the other
+            got, reference = (np.stack([np.real(v), np.imag(v)], axis=-1)
+                              for v in (got, reference))
         got = np.asarray(got, dtype=np.float64)
         reference = np.asarray(reference, dtype=np.float64)
         if got.shape != reference.shape:

@@ -15,9 +15,10 @@ import functools
 import numpy as np
 
 from ...array import Array, stack
+from ...complex_array import ComplexArray, is_complex
 from ...value import Value
 
-_TRACED = (Value, Array)
+_TRACED = (Value, Array, ComplexArray)
 
 
 def _holds_traced(obj):
@@ -29,9 +30,11 @@ def _holds_traced(obj):
 
 
 def stacked(obj):
-    """A (nested) list or tuple of numbers, Values and Arrays as one Array."""
+    """A (nested) list or tuple of numbers, Values and Arrays as one Array
+    (of complex ones, one ComplexArray)."""
     if isinstance(obj, (list, tuple)):
-        return stack([stacked(e) for e in obj])
+        parts = [stacked(e) for e in obj]
+        return np.stack(parts) if builtins.any(map(is_complex, parts)) else stack(parts)
     return obj
 
 
@@ -39,7 +42,7 @@ def _lifted(arg):
     """arg, or the traced Array(s) NumPy would have made of it."""
     if not isinstance(arg, (list, tuple)) or not _holds_traced(arg):
         return arg
-    if builtins.any(isinstance(e, Array) for e in arg):
+    if builtins.any(isinstance(e, (Array, ComplexArray)) for e in arg):
         return arg              # a sequence of arrays: NumPy dispatches on it
     try:
         return stacked(arg)
