@@ -531,18 +531,15 @@ if len(sys.argv) > 3:
     kwargs["constraints"] = {"type": "ineq", "fun": lambda x: 1e6 - np.sum(x ** 2)}
 try:
     # no tolerance can be met: minutes of iterations at these n; the
-    # callback only says when the method runs.  (SLSQP may still stop
-    # at once where its subproblem fails, before any callback: then
-    # again from another start.)
-    for start in (-1.2, -1.1, -1.3, 0.5):
-        res = ad.minimize(rosen, np.full(n, start), method=method, tol=1e-300,
-                          options={"maxiter": 10 ** 8},
-                          callback=lambda *a, **k: running.set(), **kwargs)
+    # callback only says when the method runs
+    ad.minimize(rosen, np.full(n, -1.2), method=method, tol=1e-300,
+                options={"maxiter": 10 ** 8}, callback=lambda *a, **k: running.set(),
+                **kwargs)
 except KeyboardInterrupt as exc:
     names = [frame.name for frame in traceback.extract_tb(exc.__traceback__)]
     print("interrupted", names[1], time.perf_counter() - sent[0])
 else:
-    print("finished", res.status, repr(res.message).replace(" ", "_"))
+    print("finished")
 """
 
 
@@ -559,7 +556,6 @@ def test_ctrl_c_stops_scipys_methods_promptly(method, n, constrained):
         pytest.fail(f"Ctrl-C did not stop minimize(method={method!r}) in 120 s")
     assert out.returncode == 0, out.stderr
     assert "Exception ignored" not in out.stderr, out.stderr
-    assert out.stdout.startswith("interrupted"), out.stdout
     word, where, delay = out.stdout.split()
     assert (word, where) == ("interrupted", "minimize")
     assert float(delay) < 10.0          # generous: the machine may be busy
