@@ -10,8 +10,11 @@ preprocessor lines.  The op enum is written out from the op table in
 """
 import os
 import re
+from concurrent.futures import ThreadPoolExecutor
 
+import setuptools  # noqa: F401  (first, so distutils below is setuptools' own)
 from cffi import FFI
+from distutils.ccompiler import CCompiler
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -19,6 +22,9 @@ SOURCES = ["tape.c", "opinfo.c", "blocks.c", "blockcache.c", "forward.c",
            "reverse.c", "tangent.c", "second.c", "optim.c", "lbfgs.c",
            "replay.c", "many.c", "lanes.c", "sparsity.c", "matmul.c"]
 HEADERS = ["opcodes.h", "ad.h", "optim.h", "lbfgs.h", "sparsity.h"]
+# The sweeps expand every rule of rules.h, each twice where AD_SIMD_CLONES
+# applies: they take most of the build, so they start first (slowest first)
+SLOWEST = ["second.c", "tangent.c", "reverse.c", "forward.c"]
 
 
 def package_version():
@@ -56,6 +62,30 @@ def extra_compile_args():
     return args
 
 
+def compile_in_parallel():
+    """Compile the sources one per core, slowest first, then link them as
+    before: distutils compiles an extension's sources one after another.
+    Each source is compiled by distutils' own compile() with the same
+    arguments, so the objects and their link order do not change."""
+    one_by_one = CCompiler.compile
+    if getattr(one_by_one, "in_parallel", False):
+        return
+
+    def compile(self, sources, *args, **kwargs):
+        def slow_first(source):
+            name = os.path.basename(source)
+            return SLOWEST.index(name) if name in SLOWEST else len(SLOWEST)
+        order = sorted(sources, key=slow_first)
+        cores = (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+                 else os.cpu_count() or 1)
+        with ThreadPoolExecutor(max(min(len(sources), cores), 1)) as pool:
+            done = dict(zip(order, pool.map(
+                lambda source: one_by_one(self, [source], *args, **kwargs), order)))
+        return [done[source][0] for source in sources]
+    compile.in_parallel = True
+    CCompiler.compile = compile
+
+
 # Python functions the C sweeps call for AD_EXTERN entries (pyautodiff/_core.py)
 PYTHON_CALLBACKS = """
 extern "Python" int pyautodiff_extern_forward(void *, int64_t);
@@ -86,6 +116,7 @@ KEEP_GIL_PREAMBLE = """
 """ % " || ".join('__builtin_strcmp(wrapper, "_cffi_f_%s") == 0' % name
                   for name in KEEP_GIL)
 
+compile_in_parallel()  # here, as setup.py's cffi_modules imports this file
 ffibuilder = FFI()
 ffibuilder.cdef(cdef_text() + PYTHON_CALLBACKS)
 ffibuilder.set_source(

@@ -1,9 +1,26 @@
 """Shared test helpers: central differences, the forward-mode oracle, and
 which C ops the oracle table covers."""
+import os
+
 import numpy as np
 
 from pyautodiff.testing.dual import Dual, dual_grad  # noqa: F401  (re-exported for tests)
 from pyautodiff.testing.rules import RULES
+
+# The fuzz tests' profile: how many random programs or hypothesis examples
+# they run.  The README's test command (and CI) runs the short one;
+# PYAUTODIFF_FUZZ=long runs ten times as many (docs/reliability.md).
+FUZZ_PROFILE = os.environ.get("PYAUTODIFF_FUZZ", "short")
+if FUZZ_PROFILE not in ("short", "long"):
+    raise ValueError(f"PYAUTODIFF_FUZZ={FUZZ_PROFILE!r}: 'short' (the default) or 'long'")
+
+
+def fuzz_size(short, long=None):
+    """The number of programs (or examples) of a fuzz test in this profile:
+    long, if not given, is ten times short."""
+    if FUZZ_PROFILE == "long":
+        return 10 * short if long is None else long
+    return short
 
 # The C ops that are not elementwise, so no row of the oracle table
 # (pyautodiff/testing/rules.py) is theirs, and what checks each instead

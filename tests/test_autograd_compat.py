@@ -16,6 +16,7 @@ anp = pytest.importorskip("autograd.numpy")
 import pyautodiff as ad                           # noqa: E402
 import pyautodiff.autograd as pag                 # noqa: E402
 import pyautodiff.autograd.numpy as pnp           # noqa: E402
+from helpers import fuzz_size                     # noqa: E402
 
 AUTOGRAD = (autograd, anp)
 PYAUTODIFF = (pag, pnp)
@@ -342,7 +343,7 @@ def run_program(np, prog, x, gaps=None):
     return np.sum(nodes[-1] * onp.array([1.0, -0.5, 0.25])) + 0.1 * np.sum(nodes[-1] ** 2)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=fuzz_size(60), deadline=None)
 @given(programs, st.lists(st.floats(-2.0, 2.0), min_size=3, max_size=3))
 def test_random_programs_agree_with_autograd(prog, x):
     x = onp.array(x)

@@ -14,6 +14,9 @@ import textwrap
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# the tests share one build (the module's fixture): with pytest-xdist's
+# --dist loadgroup, one worker runs them all and builds once
+pytestmark = pytest.mark.xdist_group("c_trace")
 
 PROGRAM = textwrap.dedent("""
     import sys

@@ -25,6 +25,15 @@ X = np.linspace(0.1, 1.0, 5)
 V = np.linspace(-1.0, 1.0, 5)
 
 
+@pytest.fixture(autouse=True, scope="module")
+def thread_tape_compacted():
+    """A collection takes time in proportion to the objects alive: the dead
+    entries that earlier tests left on this thread's tape (a million, after
+    tests/test_faults.py's long chains) are dropped first."""
+    gc.collect()
+    ad.current_tape().compact()
+
+
 @contextlib.contextmanager
 def collector_off():
     """The collector off inside; yields a function that collects and says

@@ -32,6 +32,8 @@ np = pytest.importorskip("numpy")
 from hypothesis import HealthCheck, assume, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
+from helpers import fuzz_size  # noqa: E402
+
 REL = 1e-12
 ABS = 1e-12
 
@@ -1123,7 +1125,7 @@ def _apply_both(action, rnodes, cnodes):
     assume(_bounded(rnodes))
 
 
-@settings(max_examples=400, deadline=None,
+@settings(max_examples=fuzz_size(100, long=4000), deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(programs())
 def test_random_graphs(prog):

@@ -381,7 +381,12 @@ def ctrl_c():
     sent.append(time.perf_counter())
     os.kill(os.getpid(), signal.SIGINT)
 
-threading.Timer(0.3, ctrl_c).start()
+# the Ctrl-C comes once the C run is under way: well after the time that
+# recording f and making the minimizer take here (seconds on a sanitizer
+# build of a busy machine), measured on a run of one iteration
+start = time.perf_counter()
+ad.minimize(rosen, np.zeros(200_000), method="lbfgs", options={"maxiter": 1})
+threading.Timer(2 * (time.perf_counter() - start) + 0.3, ctrl_c).start()
 try:
     # no tolerance can be met: minutes of iterations at this n
     ad.minimize(rosen, np.zeros(200_000), method="lbfgs",

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
 import pyautodiff as ad
 from pyautodiff import _core
-from helpers import DERIVATIVE_ONLY_OPS, STEP_OPS
+from helpers import DERIVATIVE_ONLY_OPS, STEP_OPS, fuzz_size
 from pyautodiff.testing import fuzz, fuzz_arrays
 from pyautodiff.testing.fuzz_arrays import FuzzReference
 
@@ -50,7 +50,7 @@ def run(prog, leaves, which):
     return out
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=fuzz_size(80), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(prog=programs, sa=shapes, sb=shapes, seed=st.integers(0, 2**32 - 1))
 def test_random_array_programs(prog, sa, sb, seed):
     rng = np.random.default_rng(seed)
@@ -82,7 +82,7 @@ def test_random_array_programs(prog, sa, sb, seed):
 program_seeds = st.integers(0, 2**64 - 1)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=fuzz_size(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(program_seeds)
 def test_random_array_programs_agree_with_the_reference_and_replays(seed):
     prog = fuzz_arrays.random_program(random.Random(seed), max_steps=10)

@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, assume, given, settings, strategies as st
 import pyautodiff as ad
 from pyautodiff import _core
 from pyautodiff.testing import fuzz, fuzz_scalars
-from helpers import VALUE_OPS
+from helpers import VALUE_OPS, fuzz_size
 
 steps = st.lists(
     st.tuples(st.sampled_from(sorted(fuzz_scalars.STEPS)),
@@ -29,7 +29,7 @@ def test_the_fuzzer_reaches_every_scalar_op_of_the_table():
     assert reached == {_core.OPS[name] for name in VALUE_OPS | {"LEAF", "EXTERN"}}
 
 
-@settings(max_examples=200, deadline=None,
+@settings(max_examples=fuzz_size(200), deadline=None,
           suppress_health_check=[HealthCheck.too_slow])
 @given(steps, inputs)
 def test_random_programs_agree_with_duals_and_replays(prog, xs):

@@ -11,7 +11,7 @@ import pyautodiff as ad
 from pyautodiff import _core
 from pyautodiff.testing import fuzz, fuzz_scalars, fuzz_second
 from pyautodiff.testing.rules import RULES
-from helpers import VALUE_OPS
+from helpers import VALUE_OPS, fuzz_size
 
 steps = st.lists(st.tuples(st.sampled_from(fuzz_second.OPS), st.integers(0, 1000),
                            st.integers(0, 1000), st.floats(0.5, 2.0)),
@@ -19,7 +19,7 @@ steps = st.lists(st.tuples(st.sampled_from(fuzz_second.OPS), st.integers(0, 1000
 inputs = st.lists(st.floats(-2.0, 2.0), min_size=1, max_size=3)
 
 
-@settings(max_examples=150, deadline=None,
+@settings(max_examples=fuzz_size(150), deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(steps, inputs)
 def test_random_programs_second_derivatives_agree_with_hyperduals(prog, xs):

@@ -347,7 +347,10 @@ def test_ipopt_gets_the_constants_structure(monkeypatch):
     A = np.eye(n) + sparse_constant(n, n, density=0.15)
     b = RNG.normal(size=n)
     C = sparse_constant(3, n, density=0.3)
-    C[0, 0] = 1.0                           # (a row of its own: full rank)
+    # each row a nonzero of its own, so the constraints have full rank
+    # whatever the draws before (the tests share RNG: an order of their
+    # own, as under pytest-xdist, left a row of zeros, infeasible)
+    C[np.arange(3), np.arange(3)] = 1.0
     d = RNG.normal(size=3)
     res = ad.minimize(lambda x: np.sum((A @ x - b) ** 2), np.zeros(n), method="ipopt",
                       constraints={"type": "eq", "fun": lambda x: C @ x - d})
