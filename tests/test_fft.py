@@ -6,6 +6,8 @@ rules are wrong under norm="forward" and for most n, and it raises for
 odd lengths, repeated axes and hfft; ours are checked there against
 central differences); forward mode (autograd has none); second and third
 order; recordings; and the errors."""
+import zlib
+
 import numpy as np
 import pytest
 
@@ -40,21 +42,26 @@ def loss(np_, name, kwargs, weights):
     return f
 
 
-def _weights(shape, complex_out):
-    w = RNG.normal(size=shape)
-    return w + 1j * RNG.normal(size=shape) if complex_out else w
+def _weights(shape, complex_out, seed):
+    # a test's own numbers, whatever ran before it in its process
+    rng = np.random.default_rng(zlib.crc32(repr(seed).encode()))
+    w = rng.normal(size=shape)
+    return w + 1j * rng.normal(size=shape) if complex_out else w
 
 
 def _check(name, x, kwargs, autograd_right):
     out = getattr(np.fft, name)(x, **kwargs)
     value, _ = ad.vjp(lambda x: getattr(np.fft, name)(x, **kwargs))(x)
     close(value, out, rtol=1e-12, atol=1e-12)
-    w = _weights(out.shape, np.iscomplexobj(out))
-    ours = ad.grad(loss(np, name, kwargs, w))(x)
+    w = _weights(out.shape, np.iscomplexobj(out), (name, kwargs))
+    f = loss(np, name, kwargs, w)
+    ours = ad.grad(f)(x)
     if autograd_right:
         close(ours, autograd.grad(loss(anp, name, kwargs, w))(x))
         close(pag.grad(loss(pnp, name, kwargs, w))(x), ours)
-    ad.check_grad(loss(np, name, kwargs, w), x, atol=1e-7)
+    # a central difference's rounding grows with the loss (transforms
+    # along an axis taken twice make it some 10^5): allow for it
+    ad.check_grad(f, x, atol=1e-7 + 1e-10 * abs(f(x)))
 
 
 # -- the 1-D transforms: every n, axis and norm ------------------------------------
