@@ -111,9 +111,15 @@ class _Batch:
             x = parts[0]
         else:
             x = np.concatenate(parts, axis=1) if parts else np.zeros((n, 0))
-        return (np.ascontiguousarray(x, dtype=np.float64),
+        return (_for_c(x),
                 np.concatenate(shared) if shared else np.zeros(0),
                 np.array(batched, dtype=np.uint8))
+
+
+def _for_c(a):
+    """a as C reads it: float64, C-contiguous and aligned (an array
+    unpickled from a buffer, as Dask hands a block over, may not be)."""
+    return np.require(a, np.float64, ["C_CONTIGUOUS", "ALIGNED"])
 
 
 def _point_size(v, axis):
@@ -302,8 +308,7 @@ def _in_c(rec, batch, kind, threads):
         width = nout * nv
     f = np.empty((n, nout) if kind == "value" else n)
     g = None if kind == "value" else np.empty((n, width))
-    v = np.ascontiguousarray(np.reshape(batch.vector, (n, nv)), dtype=np.float64) \
-        if kind == "hvp" else None
+    v = _for_c(np.reshape(batch.vector, (n, nv))) if kind == "hvp" else None
     flipped = np.full(n, -1, dtype=np.int64)
     m = ffi.new("ad_many *")
     m.plan = rec.plan

@@ -114,7 +114,9 @@ class Recorded:
                 if want.kinds[0] == "float":
                     self._one[0] = arg
                     return self._one
-                return arg if arg.flags.c_contiguous else np.ascontiguousarray(arg)
+                # (C reads it as doubles: contiguous and aligned)
+                return arg if arg.flags.c_contiguous and arg.flags.aligned \
+                    else np.require(arg, np.float64, ["C_CONTIGUOUS", "ALIGNED"])
         parts = []
         for k, arg in enumerate(args):
             want = tr.structures[k]

@@ -405,3 +405,18 @@ def test_shared_data_is_not_copied_per_point():
     assert peak < 20 * 2**20, peak
     for k in (0, 977, 1999):
         _same((got[0][k], got[1][k]), F.value_and_grad(P[k], D))
+
+
+def test_misaligned_points_are_read_as_aligned_copies():
+    # an array unpickled from a buffer (as Dask hands over a block) may
+    # start at any byte; C reads doubles aligned
+    raw = bytearray(8 * X.size + 1)
+    pts = np.frombuffer(raw, dtype=np.float64, count=X.size, offset=1).reshape(X.shape)
+    pts[...] = X
+    assert not pts.flags.aligned
+    F = ad.record(rosen, X[0])
+    _same(F.map(pts, method="grad"), _rows(F.grad, X))
+    _same(F(pts[3]), F(X[3]))
+    G = ad.record(lambda a, b: np.sin(a) * b, 0.3, 0.7)       # scalars: lanes
+    _same(G.map(pts[:, 0], pts[:, 1], method="grad"),
+          np.array([G.grad(a, b) for a, b in X[:, :2]]))
