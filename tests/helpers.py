@@ -85,3 +85,16 @@ def numeric_grad(f, arrays, k, h=1e-6):
         down[k][idx] -= h
         g[idx] = (f(*up) - f(*down)) / (2 * h)
     return g
+
+
+def same_rows(got, want):
+    """got equals want bit for bit (NaN matching NaN), tuples member by
+    member: what F.map's rows must be against the single calls."""
+    if isinstance(want, tuple):
+        assert isinstance(got, tuple) and len(got) == len(want)
+        for g, w in zip(got, want):
+            same_rows(g, w)
+        return
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.shape == want.shape, (got.shape, want.shape)
+    assert np.array_equal(got, want, equal_nan=True)

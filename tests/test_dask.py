@@ -19,6 +19,7 @@ da = pytest.importorskip("dask.array")
 
 import pyautodiff as ad  # noqa: E402
 import pyautodiff.dask  # noqa: E402,F401  (ad.dask)
+from helpers import same_rows  # noqa: E402
 from pyautodiff import tapefile  # noqa: E402
 
 RNG = np.random.default_rng(11)
@@ -42,15 +43,7 @@ def logistic_loss(w, row):
     return np.log1p(np.exp(-row[-1] * (row[:-1] @ w)))
 
 
-def _same(got, want):
-    if isinstance(want, tuple):
-        assert isinstance(got, tuple) and len(got) == len(want)
-        for g, w in zip(got, want):
-            _same(g, w)
-        return
-    got, want = np.asarray(got), np.asarray(want)
-    assert got.shape == want.shape, (got.shape, want.shape)
-    assert np.array_equal(got, want, equal_nan=True)
+_same = same_rows
 
 
 def _computed(client, result):

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import pyautodiff as ad
+from helpers import same_rows
 
 RNG = np.random.default_rng(7)
 
@@ -23,15 +24,7 @@ def _rows(fn, points):
     return np.stack([np.asarray(r) for r in rows])
 
 
-def _same(got, want):
-    if isinstance(want, tuple):
-        assert isinstance(got, tuple) and len(got) == len(want)
-        for g, w in zip(got, want):
-            _same(g, w)
-        return
-    got, want = np.asarray(got), np.asarray(want)
-    assert got.shape == want.shape, (got.shape, want.shape)
-    assert np.array_equal(got, want, equal_nan=True)
+_same = same_rows
 
 
 X = RNG.normal(size=(37, 6))
